@@ -1,0 +1,30 @@
+# The two commands a new user needs (see README.md):
+#   make demo   - set up .venv and run a real mlagents-learn training on the bundled Balance stand-in scene
+#   make test   - set up .venv and run the default test suite (well under 20 minutes on 2 cores)
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+DEMO_RUN_ID ?= demo
+DEMO_CONFIG ?= configs/demo_balance.yaml
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-slow bench bench-quick builds clean
+
+setup:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
+
+builds: setup
+	@$(PY) -m mlagents_plugins.envs.standin --write-builds builds >/dev/null
+
+demo: builds
+	$(VENV)/bin/mlagents-learn $(DEMO_CONFIG) --env=builds/Balance --run-id=$(DEMO_RUN_ID) --force \
+		--num-envs=1 --base-port=5105 --no-graphics
+
+test: setup
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) results builds .pytest_cache
