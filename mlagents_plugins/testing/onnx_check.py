@@ -1,0 +1,104 @@
+"""Run an exported policy in onnxruntime next to its PyTorch actor.
+
+Why: the contract with Unity is the ONNX file, not our Python code.  Every trainer's test exports its policy
+through mlagents' own ``ModelSerializer`` (the path mlagents-learn uses at checkpoints) and checks that the
+file's deterministic actions, constants and memory outputs equal what the PyTorch actor computes.
+"""
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+from mlagents.torch_utils import torch
+from mlagents.trainers.torch_entities.model_serialization import (
+    ModelSerializer,
+    TensorNames,
+    exporting_to_onnx,
+)
+
+
+def export_policy(policy, path_without_suffix: str) -> str:
+    """Export ``policy`` exactly as mlagents-learn does and return the ``.onnx`` path."""
+    ModelSerializer(policy).export_policy_model(path_without_suffix)
+    return f"{path_without_suffix}.onnx"
+
+
+def onnx_inputs(
+    num_obs: int,
+    obs: Sequence[np.ndarray],
+    masks: Optional[np.ndarray],
+    memories: np.ndarray,
+) -> Dict[str, np.ndarray]:
+    feed = {TensorNames.get_observation_name(i): np.asarray(obs[i], np.float32) for i in range(num_obs)}
+    feed[TensorNames.action_mask_placeholder] = np.asarray(masks, np.float32)
+    feed[TensorNames.recurrent_in_placeholder] = np.asarray(memories, np.float32)
+    return feed
+
+
+def run_onnx(
+    onnx_path: str, obs: Sequence[np.ndarray], masks: np.ndarray, memories: np.ndarray
+) -> Dict[str, np.ndarray]:
+    """Evaluate the file in onnxruntime; returns output name -> array."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    input_names = {i.name for i in sess.get_inputs()}
+    feed = onnx_inputs(len(obs), obs, masks, memories)
+    feed = {k: v for k, v in feed.items() if k in input_names}
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, feed)))
+
+
+def run_torch_actor(
+    policy, obs: Sequence[np.ndarray], masks: np.ndarray, memories: np.ndarray
+) -> Dict[str, np.ndarray]:
+    """Call the actor's export ``forward`` (the graph that is traced) and name its outputs.
+
+    Runs inside ``exporting_to_onnx`` because mlagents' layers switch to the exported memory layout
+    (batch, 1, memory) there, which is what Unity feeds.
+    """
+    serializer = ModelSerializer(policy)
+    device = next(policy.actor.parameters()).device
+    with torch.no_grad(), exporting_to_onnx():
+        outs = policy.actor(
+            [torch.as_tensor(np.asarray(o, np.float32), device=device) for o in obs],
+            torch.as_tensor(np.asarray(masks, np.float32), device=device),
+            torch.as_tensor(np.asarray(memories, np.float32), device=device),
+        )
+    return {
+        name: (out.detach().cpu().numpy() if isinstance(out, torch.Tensor) else np.asarray(out))
+        for name, out in zip(serializer.output_names, outs)
+    }
+
+
+DETERMINISTIC_OUTPUTS: List[str] = [
+    TensorNames.version_number,
+    TensorNames.memory_size,
+    TensorNames.continuous_action_output_shape,
+    TensorNames.deterministic_continuous_action_output,
+    TensorNames.discrete_action_output_shape,
+    TensorNames.deterministic_discrete_action_output,
+    TensorNames.recurrent_output,
+]
+
+
+def compare_onnx_with_torch(
+    policy,
+    onnx_path: str,
+    obs: Sequence[np.ndarray],
+    masks: np.ndarray,
+    memories: np.ndarray,
+    atol: float = 1e-5,
+) -> Dict[str, np.ndarray]:
+    """Assert every deterministic output of the file equals PyTorch's; returns the ONNX outputs."""
+    got = run_onnx(onnx_path, obs, masks, memories)
+    want = run_torch_actor(policy, obs, masks, memories)
+    assert set(got) == set(want), f"output names differ: onnx {sorted(got)} vs torch {sorted(want)}"
+    for name in DETERMINISTIC_OUTPUTS:
+        if name in want:
+            np.testing.assert_allclose(
+                np.asarray(got[name], np.float64).reshape(np.shape(want[name])),
+                np.asarray(want[name], np.float64),
+                atol=atol,
+                rtol=1e-5,
+                err_msg=f"ONNX output {name!r} differs from PyTorch",
+            )
+    return got
