@@ -1,0 +1,1 @@
+"""``muzero_repr``: MuZero-style representation learning (learned model h, g, f) feeding an RL head (SAC)."""

@@ -1,0 +1,206 @@
+"""Pure tensor math of MuZero-style representation learning (no modules, no state).
+
+References: Schrittwieser et al. 2020, "Mastering Atari, Go, Chess and Shogi by Planning with a Learned
+Model" (arXiv 1911.08265, "MuZero"), Appendix F (value/reward transform and categorical support), Appendix
+G (latent min-max scaling, gradient scaling); Ye et al. 2021, "EfficientZero" (arXiv 2111.00210), Sec. 3.1
+(self-supervised temporal consistency).
+
+Every function checks the shapes it is given and raises ``ValueError`` naming the argument on mismatch.
+"""
+from typing import List, Sequence
+
+from mlagents.torch_utils import torch
+
+# MuZero Appendix F uses eps = 0.001 for h(x).
+DEFAULT_VALUE_TRANSFORM_EPS = 0.001
+
+
+def _check_same_shape(**tensors: torch.Tensor) -> None:
+    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"expected tensors of equal shape, got {shapes}")
+
+
+def _check_rank(name: str, t: torch.Tensor, rank: int) -> None:
+    if t.dim() != rank:
+        raise ValueError(f"{name} must have rank {rank}, got shape {tuple(t.shape)}")
+
+
+def scale_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """Identity in the forward pass; multiplies the gradient flowing back through ``x`` by ``factor``.
+
+    MuZero Appendix G scales the gradient entering the dynamics function by 1/2 at every unroll step so
+    that the total gradient the dynamics receives stays roughly constant in the number of unroll steps.
+    """
+    if factor == 1.0:
+        return x
+    return x * factor + x.detach() * (1.0 - factor)
+
+
+def value_transform(x: torch.Tensor, eps: float = DEFAULT_VALUE_TRANSFORM_EPS) -> torch.Tensor:
+    """h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x  (MuZero Appendix F, after Pohlen et al. 2018)."""
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    return torch.sign(x) * (torch.sqrt(torch.abs(x) + 1.0) - 1.0) + eps * x
+
+
+def inverse_value_transform(y: torch.Tensor, eps: float = DEFAULT_VALUE_TRANSFORM_EPS) -> torch.Tensor:
+    """Exact inverse of ``value_transform``.
+
+    Solving |y| = (sqrt(|x|+1) - 1) + eps |x| for u = sqrt(|x|+1) gives the quadratic
+    eps u^2 + u - (|y| + 1 + eps) = 0, so u = (sqrt(1 + 4 eps (|y| + 1 + eps)) - 1) / (2 eps) and
+    |x| = u^2 - 1.  For eps = 0 this reduces to |x| = (|y| + 1)^2 - 1.
+    """
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    abs_y = torch.abs(y)
+    if eps == 0:
+        u = abs_y + 1.0
+    else:
+        u = (torch.sqrt(1.0 + 4.0 * eps * (abs_y + 1.0 + eps)) - 1.0) / (2.0 * eps)
+    return torch.sign(y) * (u * u - 1.0)
+
+
+def support_values(support_size: int, device=None) -> torch.Tensor:
+    """The integer atoms -S..S of a categorical support with ``2 S + 1`` bins."""
+    if support_size < 1:
+        raise ValueError(f"support_size must be >= 1, got {support_size}")
+    return torch.arange(-support_size, support_size + 1, dtype=torch.float32, device=device)
+
+
+def scalar_to_support(x: torch.Tensor, support_size: int) -> torch.Tensor:
+    """Two-hot projection of ``x[...]`` onto the integer atoms -S..S, returning ``[..., 2S + 1]``.
+
+    A value between atoms k and k+1 puts weight (k+1 - x) on k and (x - k) on k+1, so the expectation
+    over the atoms gives back ``x`` exactly (MuZero Appendix F).  Values outside [-S, S] are clipped.
+    """
+    if support_size < 1:
+        raise ValueError(f"support_size must be >= 1, got {support_size}")
+    x = torch.clamp(x.float(), -float(support_size), float(support_size))
+    low = torch.floor(x)
+    frac_high = x - low
+    # Index of the lower atom; at x == S the upper weight is 0 so clamping the upper index is harmless.
+    low_idx = (low + support_size).long()
+    high_idx = torch.clamp(low_idx + 1, max=2 * support_size)
+    probs = torch.zeros(*x.shape, 2 * support_size + 1, device=x.device)
+    probs.scatter_add_(-1, low_idx.unsqueeze(-1), (1.0 - frac_high).unsqueeze(-1))
+    probs.scatter_add_(-1, high_idx.unsqueeze(-1), frac_high.unsqueeze(-1))
+    return probs
+
+
+def support_to_scalar(probs: torch.Tensor, support_size: int) -> torch.Tensor:
+    """Expectation of the atoms -S..S under ``probs[..., 2S + 1]`` (the inverse of ``scalar_to_support``)."""
+    if probs.shape[-1] != 2 * support_size + 1:
+        raise ValueError(
+            f"probs last dimension must be 2 * support_size + 1 = {2 * support_size + 1}, "
+            f"got shape {tuple(probs.shape)}"
+        )
+    return (probs * support_values(support_size, probs.device)).sum(-1)
+
+
+def prediction_to_scalar(pred: torch.Tensor, support_size: int, transform_eps: float) -> torch.Tensor:
+    """Network output for a value/reward -> the scalar in the environment's units.
+
+    ``support_size == 0``: ``pred[...]`` is h(x) directly; otherwise ``pred[..., 2S+1]`` are logits over
+    the support of h(x).  ``transform_eps < 0`` disables the transform (the prediction space is raw x).
+    """
+    if support_size > 0:
+        y = support_to_scalar(torch.softmax(pred, dim=-1), support_size)
+    else:
+        y = pred
+    if transform_eps < 0:
+        return y
+    return inverse_value_transform(y, transform_eps)
+
+
+def scalar_prediction_loss(
+    pred: torch.Tensor, target: torch.Tensor, support_size: int, transform_eps: float
+) -> torch.Tensor:
+    """Element-wise loss of a value or reward prediction against a scalar target (no reduction).
+
+    Categorical (``support_size > 0``, ``pred[..., 2S+1]`` logits): cross-entropy against the two-hot
+    projection of h(target) (MuZero Appendix F).  Scalar (``support_size == 0``, ``pred[...]``): squared
+    error in h-space, 0.5 (pred - h(target))^2.  ``transform_eps < 0`` uses the raw target instead of h.
+    """
+    y = target if transform_eps < 0 else value_transform(target, transform_eps)
+    if support_size > 0:
+        if tuple(pred.shape) != tuple(target.shape) + (2 * support_size + 1,):
+            raise ValueError(
+                f"categorical pred must have shape target.shape + (2S+1,) = "
+                f"{tuple(target.shape) + (2 * support_size + 1,)}, got {tuple(pred.shape)}"
+            )
+        y_probs = scalar_to_support(y, support_size)
+        return -(y_probs * torch.log_softmax(pred, dim=-1)).sum(-1)
+    _check_same_shape(pred=pred, target=target)
+    return 0.5 * (pred - y) ** 2
+
+
+def min_max_scale(latent: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Per-sample min-max scaling of ``latent[B, ...]`` to [0, 1] (MuZero Appendix G).
+
+    The denominator gets ``eps`` added so a constant latent maps to 0 instead of dividing by zero.
+    """
+    if latent.dim() < 2:
+        raise ValueError(f"latent must be [B, ...], got shape {tuple(latent.shape)}")
+    flat = latent.reshape(latent.shape[0], -1)
+    lo = flat.min(dim=1, keepdim=True).values
+    hi = flat.max(dim=1, keepdim=True).values
+    return ((flat - lo) / (hi - lo + eps)).reshape(latent.shape)
+
+
+def negative_cosine_similarity(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """-cos(pred, stopgrad(target)) over the last dimension, [B, ..., D] -> [B, ...].
+
+    EfficientZero Sec. 3.1 (SimSiam-style consistency): the target branch carries no gradient.
+    """
+    _check_same_shape(pred=pred, target=target)
+    p = torch.nn.functional.normalize(pred, dim=-1)
+    z = torch.nn.functional.normalize(target.detach(), dim=-1)
+    return -(p * z).sum(-1)
+
+
+def masked_mean_over_batch(loss_bk: torch.Tensor, mask_bk: torch.Tensor) -> torch.Tensor:
+    """Mean over the batch of ``loss_bk[B, K]`` where ``mask_bk`` is set, per step k -> ``[K]``.
+
+    A step with no valid sample gives 0 (not NaN) so it neither contributes a gradient nor poisons stats.
+    """
+    _check_rank("loss_bk", loss_bk, 2)
+    _check_same_shape(loss_bk=loss_bk, mask_bk=mask_bk)
+    m = mask_bk.to(loss_bk.dtype)
+    return (loss_bk * m).sum(0) / m.sum(0).clamp(min=1.0)
+
+
+def continuous_policy_loss(mean_bka: torch.Tensor, action_bka: torch.Tensor) -> torch.Tensor:
+    """Squared error of the predicted (tanh-squashed) action against the action taken, [B, K, A] -> [B, K].
+
+    Deviation from MuZero: without MCTS there is no visit-count policy, so the policy target is the
+    behaviour action actually taken at that step (what the data says the actor did).
+    """
+    _check_rank("mean_bka", mean_bka, 3)
+    _check_same_shape(mean_bka=mean_bka, action_bka=action_bka)
+    return 0.5 * ((mean_bka - action_bka) ** 2).sum(-1)
+
+
+def discrete_policy_loss(
+    logits_per_branch: Sequence[torch.Tensor], action_bkb: torch.Tensor
+) -> torch.Tensor:
+    """Cross-entropy of each branch's ``logits[B, K, n_b]`` against the taken ``action_bkb[B, K, nb]``.
+
+    Summed over branches, giving ``[B, K]``.
+    """
+    _check_rank("action_bkb", action_bkb, 3)
+    if action_bkb.shape[-1] != len(logits_per_branch):
+        raise ValueError(
+            f"action_bkb has {action_bkb.shape[-1]} branches but {len(logits_per_branch)} logits were given"
+        )
+    total: List[torch.Tensor] = []
+    for b, logits in enumerate(logits_per_branch):
+        _check_rank(f"logits_per_branch[{b}]", logits, 3)
+        if logits.shape[:2] != action_bkb.shape[:2]:
+            raise ValueError(
+                f"logits_per_branch[{b}] shape {tuple(logits.shape)} does not match action [B, K] "
+                f"{tuple(action_bkb.shape[:2])}"
+            )
+        logp = torch.log_softmax(logits, dim=-1)
+        total.append(-logp.gather(-1, action_bkb[..., b : b + 1].long()).squeeze(-1))
+    return torch.stack(total, 0).sum(0)
