@@ -1,0 +1,181 @@
+"""V-trace targets and the IMPALA losses as pure tensor functions.
+
+Layout: every per-step tensor is time-major ``[T, B]`` (T = unroll length, B = number of pieces).
+Pieces shorter than T are right-padded; ``mask_t`` is 1 on real steps and 0 on padding, and must be a
+prefix mask (once 0, 0 to the end of the piece).  ``discount_t`` is ``gamma`` on ordinary steps and on
+time-outs, and 0 on true terminal steps; ``bootstrap_value`` is V(x) of the observation that follows the
+last real step of each piece (its next observation), so a time-out (or a piece cut inside an episode)
+bootstraps from it while a terminal step multiplies it by ``discount_t = 0``.
+
+Equations (Espeholt et al. 2018, section 4.1), with per-step discounts in place of ``gamma``:
+
+* eq. (1):  ``v_s = V(x_s) + sum_{t>=s} (prod_{i=s}^{t-1} discount_i c_i) delta_t``,
+  ``delta_t = rho_t (r_t + discount_t V(x_{t+1}) - V(x_t))``,
+  ``rho_t = min(rho_clip, pi/mu)``, ``c_i = lambda min(c_clip, pi/mu)`` (``lambda`` as in section 4.2 /
+  DI-engine's ``lambda_``).  We evaluate it with the equivalent backward recursion
+  ``v_s - V(x_s) = delta_s + discount_s c_s (v_{s+1} - V(x_{s+1}))``.
+* section 4.2: policy-gradient advantage ``pg_rho_s (r_s + discount_s v_{s+1} - V(x_s))`` with
+  ``pg_rho_s = min(pg_rho_clip, pi/mu)``.
+
+Deviation from the paper: the losses below average over real steps instead of summing, so the learning
+rate does not depend on ``batch_size x unroll_length``.
+"""
+from typing import NamedTuple, Optional
+
+from mlagents.torch_utils import torch
+
+
+class VTraceReturns(NamedTuple):
+    """Outputs of :func:`vtrace` (all ``[T, B]``, no gradient)."""
+
+    vs: torch.Tensor  # V-trace value targets v_s (baseline targets)
+    pg_advantage: torch.Tensor  # pg_rho_s (r_s + discount_s v_{s+1} - V(x_s)); 0 on padding
+    rho_t: torch.Tensor  # importance weights clipped at rho_clip (what scaled the TD errors)
+
+
+class ImportanceStats(NamedTuple):
+    """Diagnostics of the importance weights over real steps."""
+
+    mean_clipped_rho: float  # mean of min(rho_clip, pi/mu)
+    fraction_clipped: float  # fraction of steps where pi/mu > rho_clip
+
+
+def _check_time_major(name: str, x: torch.Tensor, shape: torch.Size) -> None:
+    if x.dim() != 2 or x.shape != shape:
+        raise ValueError(
+            f"{name} must be time-major [T, B] = {list(shape)}, got shape {list(x.shape)}"
+        )
+
+
+def _check_clip(name: str, value: Optional[float]) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"{name} must be > 0 or None (no clipping), got {value}")
+
+
+def next_step_values(
+    values_t: torch.Tensor, bootstrap_value: torch.Tensor, mask_t: torch.Tensor
+) -> torch.Tensor:
+    """``x_{t+1}``'s value for every step: the next step's value inside the piece, ``bootstrap_value``
+    after the last real step.  On padding the result is ``bootstrap_value`` (masked out later)."""
+    next_mask = torch.cat([mask_t[1:], torch.zeros_like(mask_t[:1])], dim=0)
+    shifted = torch.cat([values_t[1:], bootstrap_value.unsqueeze(0)], dim=0)
+    return torch.where(next_mask > 0, shifted, bootstrap_value.unsqueeze(0).expand_as(values_t))
+
+
+def vtrace(
+    log_rho_t: torch.Tensor,
+    discount_t: torch.Tensor,
+    r_t: torch.Tensor,
+    v_tm1: torch.Tensor,
+    bootstrap_value: torch.Tensor,
+    mask_t: torch.Tensor,
+    rho_clip: Optional[float] = 1.0,
+    c_clip: Optional[float] = 1.0,
+    pg_rho_clip: Optional[float] = 1.0,
+    lambda_: float = 1.0,
+) -> VTraceReturns:
+    """V-trace value targets and policy-gradient advantages (paper eq. 1 and section 4.2).
+
+    :param log_rho_t: ``log pi(a_t|x_t) - log mu(a_t|x_t)``, target minus behaviour, ``[T, B]``.
+    :param discount_t: ``gamma`` or 0 at terminal steps, ``[T, B]``.
+    :param r_t: reward received after acting at step t, ``[T, B]``.
+    :param v_tm1: the learner's V(x_t) for every step of the piece, ``[T, B]`` (``v_tm1`` in rlax: the
+        value at the start of transition t).
+    :param bootstrap_value: V of the observation after the last real step of each piece, ``[B]``.
+    :param mask_t: 1 on real steps, 0 on padding, ``[T, B]`` (prefix mask).
+    :param rho_clip, c_clip, pg_rho_clip: rho-bar, c-bar and the policy-gradient clip; None = no clip.
+    :param lambda_: trace decay in [0, 1] multiplying every c_i.
+    All inputs are detached: targets never carry gradient.
+    """
+    shape = v_tm1.shape
+    if v_tm1.dim() != 2:
+        raise ValueError(f"v_tm1 must be time-major [T, B], got shape {list(v_tm1.shape)}")
+    for name, x in (("log_rho_t", log_rho_t), ("discount_t", discount_t), ("r_t", r_t), ("mask_t", mask_t)):
+        _check_time_major(name, x, shape)
+    if bootstrap_value.shape != shape[1:]:
+        raise ValueError(
+            f"bootstrap_value must be [B] = {[shape[1]]}, got shape {list(bootstrap_value.shape)}"
+        )
+    for name, clip in (("rho_clip", rho_clip), ("c_clip", c_clip), ("pg_rho_clip", pg_rho_clip)):
+        _check_clip(name, clip)
+    if not 0.0 <= lambda_ <= 1.0:
+        raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
+
+    with torch.no_grad():
+        log_rho_t, discount_t, r_t, v_tm1, bootstrap_value, mask_t = (
+            x.detach().float() for x in (log_rho_t, discount_t, r_t, v_tm1, bootstrap_value, mask_t)
+        )
+        if torch.any(mask_t[1:] > mask_t[:-1]):
+            raise ValueError("mask_t must be a prefix mask: real steps first, padding after")
+        rho = torch.exp(log_rho_t)
+        rho_t = rho if rho_clip is None else torch.clamp(rho, max=rho_clip)
+        c_t = lambda_ * (rho if c_clip is None else torch.clamp(rho, max=c_clip))
+        pg_rho_t = rho if pg_rho_clip is None else torch.clamp(rho, max=pg_rho_clip)
+
+        # The trace continues into step t+1 only while t+1 is a real step of the same piece.
+        next_mask = torch.cat([mask_t[1:], torch.zeros_like(mask_t[:1])], dim=0)
+        v_t = next_step_values(v_tm1, bootstrap_value, mask_t)
+        delta_t = rho_t * (r_t + discount_t * v_t - v_tm1) * mask_t
+
+        vs_minus_v = torch.zeros_like(v_tm1)
+        acc = torch.zeros_like(bootstrap_value)
+        for t in range(shape[0] - 1, -1, -1):
+            acc = delta_t[t] + discount_t[t] * c_t[t] * next_mask[t] * acc
+            vs_minus_v[t] = acc
+        vs = v_tm1 + vs_minus_v
+
+        vs_t = next_step_values(vs, bootstrap_value, mask_t)
+        pg_advantage = pg_rho_t * (r_t + discount_t * vs_t - v_tm1) * mask_t
+    return VTraceReturns(vs=vs, pg_advantage=pg_advantage, rho_t=rho_t)
+
+
+def importance_stats(log_rho_t: torch.Tensor, mask_t: torch.Tensor, rho_clip: Optional[float]) -> ImportanceStats:
+    """Mean clipped rho and the fraction of real steps whose rho exceeded ``rho_clip``."""
+    _check_time_major("log_rho_t", log_rho_t, mask_t.shape)
+    with torch.no_grad():
+        rho = torch.exp(log_rho_t.detach())
+        n = torch.clamp(mask_t.sum(), min=1.0)
+        clipped = rho if rho_clip is None else torch.clamp(rho, max=rho_clip)
+        frac = 0.0 if rho_clip is None else float(((rho > rho_clip).float() * mask_t).sum() / n)
+        return ImportanceStats(float((clipped * mask_t).sum() / n), frac)
+
+
+def log_importance_ratio(target_log_probs: torch.Tensor, behaviour_log_probs: torch.Tensor) -> torch.Tensor:
+    """``log pi(a|x) - log mu(a|x)`` of the whole action, ``[N]``.
+
+    Inputs are ``[N, K]`` per-component log-probabilities as ML-Agents lays them out
+    (``ActionLogProbs.flatten()``: one column per continuous dimension, then one per discrete branch).
+    Components are independent given x, so the joint log-probability is their sum: continuous
+    (Gaussian or tanh-squashed Gaussian, per dimension), discrete (one sampled action per branch, masks
+    already applied by the distribution) and hybrid alike.
+    """
+    if target_log_probs.dim() != 2 or target_log_probs.shape != behaviour_log_probs.shape:
+        raise ValueError(
+            "target_log_probs and behaviour_log_probs must both be [N, K]; got "
+            f"{list(target_log_probs.shape)} and {list(behaviour_log_probs.shape)}"
+        )
+    return target_log_probs.sum(dim=1) - behaviour_log_probs.sum(dim=1)
+
+
+def _masked_mean(x: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
+    return (x * mask_t).sum() / torch.clamp(mask_t.sum(), min=1.0)
+
+
+def policy_gradient_loss(log_pi_t: torch.Tensor, pg_advantage_t: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
+    """``-mean(log pi(a_t|x_t) * A_t)`` over real steps; the advantage is a constant (paper sec. 4.2)."""
+    _check_time_major("log_pi_t", log_pi_t, mask_t.shape)
+    _check_time_major("pg_advantage_t", pg_advantage_t, mask_t.shape)
+    return -_masked_mean(log_pi_t * pg_advantage_t.detach(), mask_t)
+
+
+def baseline_loss(v_tm1: torch.Tensor, vs: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
+    """``0.5 * mean((v_s - V(x_s))^2)`` over real steps; the target ``v_s`` gets no gradient."""
+    _check_time_major("v_tm1", v_tm1, mask_t.shape)
+    _check_time_major("vs", vs, mask_t.shape)
+    return 0.5 * _masked_mean((vs.detach() - v_tm1) ** 2, mask_t)
+
+
+def entropy_loss(entropy_t: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
+    """``-mean(H(pi(.|x_t)))`` over real steps: minimising it raises the entropy."""
+    _check_time_major("entropy_t", entropy_t, mask_t.shape)
+    return -_masked_mean(entropy_t, mask_t)
