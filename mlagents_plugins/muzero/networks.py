@@ -1,0 +1,176 @@
+"""The learned model of muzero_repr: representation h, dynamics g, prediction f (+ optional heads).
+
+MuZero (arXiv 1911.08265) Sec. 3 / Appendix B: s_0 = h(o_t); (r_k, s_k) = g(s_{k-1}, a_{k-1});
+(p_k, v_k) = f(s_k).  The representation is built on ML-Agents' ``NetworkBody`` so vector and visual
+observations (and observation normalisation) work as for any ML-Agents policy; its output is projected to
+``latent_size`` and min-max scaled to [0, 1] (Appendix G), as is every dynamics output.
+"""
+from typing import List, NamedTuple, Optional
+
+from mlagents.torch_utils import nn, torch
+from mlagents.trainers.buffer import AgentBuffer
+from mlagents.trainers.settings import NetworkSettings
+from mlagents.trainers.torch_entities.layers import LinearEncoder, linear_layer
+from mlagents_envs.base_env import ActionSpec, ObservationSpec
+
+from mlagents.trainers.torch_entities.networks import NetworkBody
+
+from mlagents_plugins.muzero.losses import min_max_scale, scale_gradient
+
+
+def mlp(input_size: int, hidden: int, num_layers: int, output_size: int) -> nn.Module:
+    """``num_layers`` Swish hidden layers (ML-Agents' LinearEncoder) then a linear output layer."""
+    if num_layers < 1:
+        return linear_layer(input_size, output_size)
+    return nn.Sequential(LinearEncoder(input_size, num_layers, hidden), linear_layer(hidden, output_size))
+
+
+def encode_actions(action_spec: ActionSpec, continuous: Optional[torch.Tensor], discrete: Optional[torch.Tensor]) -> torch.Tensor:
+    """Flat action vector fed to the dynamics: continuous part clipped to [-1, 1], one-hot discrete branches."""
+    parts: List[torch.Tensor] = []
+    if action_spec.continuous_size > 0:
+        parts.append(torch.clamp(continuous, -1.0, 1.0))
+    if action_spec.discrete_size > 0:
+        for b, n in enumerate(action_spec.discrete_branches):
+            parts.append(nn.functional.one_hot(discrete[..., b].long(), n).float())
+    return torch.cat(parts, dim=-1)
+
+
+def encoded_action_size(action_spec: ActionSpec) -> int:
+    return action_spec.continuous_size + sum(action_spec.discrete_branches)
+
+
+def scalar_head_size(support_size: int) -> int:
+    """Outputs of a value/reward head: one scalar, or logits over 2S+1 atoms."""
+    return 1 if support_size == 0 else 2 * support_size + 1
+
+
+def squeeze_scalar_head(out: torch.Tensor, support_size: int) -> torch.Tensor:
+    return out.squeeze(-1) if support_size == 0 else out
+
+
+class Representation(nn.Module):
+    """h: observations -> latent [B, latent_size] in [0, 1]."""
+
+    def __init__(self, observation_specs: List[ObservationSpec], network_settings: NetworkSettings, latent_size: int):
+        super().__init__()
+        self.body = NetworkBody(observation_specs, network_settings)
+        self.out = linear_layer(network_settings.hidden_units, latent_size)
+        self.latent_size = latent_size
+
+    def update_normalization(self, buffer: AgentBuffer) -> None:
+        self.body.update_normalization(buffer)
+
+    def forward(self, inputs: List[torch.Tensor]) -> torch.Tensor:
+        encoding, _ = self.body(inputs)
+        return min_max_scale(self.out(encoding))
+
+
+class ModelOutput(NamedTuple):
+    latent: torch.Tensor  # [B, latent_size]
+    value: torch.Tensor  # [B] or [B, 2S+1] (h-space scalar or logits)
+    policy: torch.Tensor  # [B, continuous_size + sum(discrete_branches)]: tanh means, then branch logits
+    reward: Optional[torch.Tensor]  # [B] or [B, 2S+1]; None for the initial inference
+    game_over_logit: Optional[torch.Tensor]  # [B] or None when the head is off
+
+
+class MuZeroModel(nn.Module):
+    """h, g, f and the optional game-over / consistency heads of one behaviour."""
+
+    def __init__(
+        self,
+        observation_specs: List[ObservationSpec],
+        action_spec: ActionSpec,
+        network_settings: NetworkSettings,
+        latent_size: int,
+        hidden_units: int,
+        num_layers: int,
+        support_size: int,
+        game_over_head: bool,
+        consistency_head: bool,
+    ):
+        super().__init__()
+        self.action_spec = action_spec
+        self.support_size = support_size
+        self.latent_size = latent_size
+        self.representation = Representation(observation_specs, network_settings, latent_size)
+        a_size = encoded_action_size(action_spec)
+        self.dynamics_trunk = LinearEncoder(latent_size + a_size, num_layers, hidden_units)
+        self.dynamics_latent = linear_layer(hidden_units, latent_size)
+        self.dynamics_reward = linear_layer(hidden_units, scalar_head_size(support_size))
+        self.prediction_trunk = LinearEncoder(latent_size, num_layers, hidden_units)
+        self.prediction_value = linear_layer(hidden_units, scalar_head_size(support_size))
+        self.prediction_policy = linear_layer(hidden_units, a_size)
+        self.game_over = mlp(latent_size, hidden_units, 1, 1) if game_over_head else None
+        # EfficientZero Sec. 3.1: projector on both branches, predictor on the online branch only.
+        if consistency_head:
+            self.projector = mlp(latent_size, hidden_units, 1, hidden_units)
+            self.predictor = mlp(hidden_units, hidden_units, 1, hidden_units)
+        else:
+            self.projector = None
+            self.predictor = None
+
+    def _predict(self, latent: torch.Tensor, reward: Optional[torch.Tensor]) -> ModelOutput:
+        h = self.prediction_trunk(latent)
+        policy = self.prediction_policy(h)
+        if self.action_spec.continuous_size > 0:
+            c = self.action_spec.continuous_size
+            policy = torch.cat([torch.tanh(policy[:, :c]), policy[:, c:]], dim=1)
+        game_over = self.game_over(latent).squeeze(-1) if self.game_over is not None else None
+        return ModelOutput(
+            latent=latent,
+            value=squeeze_scalar_head(self.prediction_value(h), self.support_size),
+            policy=policy,
+            reward=reward,
+            game_over_logit=game_over,
+        )
+
+    def initial_inference(self, inputs: List[torch.Tensor]) -> ModelOutput:
+        return self._predict(self.representation(inputs), None)
+
+    def recurrent_inference(self, latent: torch.Tensor, action_enc: torch.Tensor) -> ModelOutput:
+        h = self.dynamics_trunk(torch.cat([latent, action_enc], dim=-1))
+        next_latent = min_max_scale(self.dynamics_latent(h))
+        reward = squeeze_scalar_head(self.dynamics_reward(h), self.support_size)
+        return self._predict(next_latent, reward)
+
+    def unroll(self, inputs: List[torch.Tensor], actions_enc_bka: torch.Tensor, gradient_scale: float) -> List[ModelOutput]:
+        """Outputs of unroll steps 0..K with the given encoded actions ``[B, K, A]``.
+
+        As in the MuZero pseudocode (``update_weights``), each step's predictions are read from the latent
+        before scaling; the latent passed on to the next dynamics call has its gradient scaled by
+        ``gradient_scale`` (Appendix G).
+        """
+        out = [self.initial_inference(inputs)]
+        latent = out[0].latent
+        for k in range(actions_enc_bka.shape[1]):
+            latent = scale_gradient(latent, gradient_scale) if k > 0 else latent
+            step = self.recurrent_inference(latent, actions_enc_bka[:, k])
+            out.append(step)
+            latent = step.latent
+        return out
+
+    def consistency_online(self, latent: torch.Tensor) -> torch.Tensor:
+        return self.predictor(self.projector(latent))
+
+    def consistency_target(self, latent: torch.Tensor) -> torch.Tensor:
+        return self.projector(latent)
+
+
+def random_shift(obs: torch.Tensor, pad: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """DrQ-style augmentation (Kostrikov et al. 2020): replicate-pad ``[B, C, H, W]`` by ``pad`` and crop
+    back at a random offset per sample (an integer shift of up to ``pad`` pixels in each direction)."""
+    if obs.dim() != 4:
+        raise ValueError(f"random_shift needs [B, C, H, W] observations, got shape {tuple(obs.shape)}")
+    if pad <= 0:
+        return obs
+    b, c, h, w = obs.shape
+    padded = nn.functional.pad(obs, (pad, pad, pad, pad), mode="replicate")
+    dx = torch.randint(0, 2 * pad + 1, (b,), generator=generator)
+    dy = torch.randint(0, 2 * pad + 1, (b,), generator=generator)
+    rows = (dy.view(b, 1) + torch.arange(h).view(1, h)).to(obs.device)  # [B, H]
+    cols = (dx.view(b, 1) + torch.arange(w).view(1, w)).to(obs.device)  # [B, W]
+    bi = torch.arange(b, device=obs.device).view(b, 1, 1)
+    # Advanced indexing over (batch, row, col) keeps channels: result [B, H, W, C] -> back to [B, C, H, W].
+    out = padded.permute(0, 2, 3, 1)[bi, rows.view(b, h, 1), cols.view(b, 1, w)]
+    return out.permute(0, 3, 1, 2).contiguous()

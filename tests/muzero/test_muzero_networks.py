@@ -1,0 +1,85 @@
+"""Learned-model networks: shapes for vector and visual observations, gradient scaling, augmentation."""
+import pytest
+import torch
+from mlagents.trainers.settings import NetworkSettings
+from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
+
+from mlagents_plugins.muzero.networks import MuZeroModel, encode_actions, random_shift
+
+
+def vec_spec(n):
+    return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "vec")
+
+
+def vis_spec(c, h, w):
+    props = (DimensionProperty.NONE, DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+             DimensionProperty.TRANSLATIONAL_EQUIVARIANCE)
+    return ObservationSpec((c, h, w), props, ObservationType.DEFAULT, "cam")
+
+
+def make_model(specs, action_spec, support=3, game_over=True, consistency=True):
+    torch.manual_seed(0)
+    return MuZeroModel(specs, action_spec, NetworkSettings(hidden_units=16, num_layers=1), latent_size=8,
+                       hidden_units=16, num_layers=1, support_size=support, game_over_head=game_over,
+                       consistency_head=consistency)
+
+
+@pytest.mark.parametrize("support", [0, 3])
+def test_unroll_shapes_vector_and_visual(support):
+    spec = ActionSpec(2, (3,))
+    model = make_model([vec_spec(5), vis_spec(3, 20, 20)], spec, support=support)
+    B, K = 4, 3
+    obs = [torch.randn(B, 5), torch.rand(B, 3, 20, 20)]
+    acts = encode_actions(spec, torch.randn(B, K, 2), torch.randint(0, 3, (B, K, 1)))
+    assert acts.shape == (B, K, 5)
+    outs = model.unroll(obs, acts, 0.5)
+    assert len(outs) == K + 1
+    vshape = (B,) if support == 0 else (B, 2 * support + 1)
+    for k, o in enumerate(outs):
+        assert o.latent.shape == (B, 8)
+        assert float(o.latent.detach().min()) >= 0.0 and float(o.latent.detach().max()) <= 1.0 + 1e-6
+        assert o.value.shape == vshape
+        assert o.policy.shape == (B, 5)
+        assert o.game_over_logit.shape == (B,)
+        assert (o.reward is None) == (k == 0)
+        if k > 0:
+            assert o.reward.shape == vshape
+    assert model.consistency_online(outs[1].latent).shape == (B, 16)
+
+
+def _grad_wrt_repr(model, obs, acts, factor):
+    model.zero_grad()
+    outs = model.unroll(obs, acts, factor)
+    # Loss only on the last step's reward: its gradient reaches h through K-1 scaled latents.
+    outs[-1].reward.sum().backward()
+    return model.representation.out.weight.grad.clone(), model.dynamics_reward.weight.grad.clone()
+
+
+def test_recurrent_gradient_scaling_is_applied():
+    spec = ActionSpec(1, ())
+    model = make_model([vec_spec(3)], spec, support=0, game_over=False, consistency=False)
+    torch.manual_seed(1)
+    obs = [torch.randn(6, 3)]
+    acts = torch.randn(6, 3, 1)  # K = 3 -> two scaled latents between h and the last reward
+    g1_repr, g1_head = _grad_wrt_repr(model, obs, acts, 1.0)
+    g5_repr, g5_head = _grad_wrt_repr(model, obs, acts, 0.5)
+    assert g1_repr.abs().sum() > 0
+    # Scaled twice (at s_1 and s_2): the representation's gradient is 0.25 of the unscaled one ...
+    assert torch.allclose(g5_repr, 0.25 * g1_repr, rtol=1e-4, atol=1e-7)
+    # ... while the head reading the last step directly is unaffected.
+    assert torch.allclose(g5_head, g1_head, rtol=1e-5, atol=1e-7)
+
+
+def test_random_shift_shifts_within_pad():
+    obs = torch.arange(2 * 1 * 5 * 5, dtype=torch.float32).reshape(2, 1, 5, 5)
+    g = torch.Generator().manual_seed(3)
+    out = random_shift(obs, 2, generator=g)
+    assert out.shape == obs.shape
+    padded = torch.nn.functional.pad(obs, (2, 2, 2, 2), mode="replicate")
+    for b in range(2):
+        matches = [(dy, dx) for dy in range(5) for dx in range(5)
+                   if torch.equal(padded[b, :, dy:dy + 5, dx:dx + 5], out[b])]
+        assert matches, "output must be a crop of the padded image"
+    assert torch.equal(random_shift(obs, 0), obs)
+    with pytest.raises(ValueError, match="B, C, H, W"):
+        random_shift(torch.zeros(2, 5), 2)
