@@ -88,12 +88,18 @@ class MuZeroModel(nn.Module):
         support_size: int,
         game_over_head: bool,
         consistency_head: bool,
+        representation: Optional[Representation] = None,
     ):
+        """``representation``: share an existing h (the actor's, so the exported policy contains it)."""
         super().__init__()
         self.action_spec = action_spec
         self.support_size = support_size
         self.latent_size = latent_size
-        self.representation = Representation(observation_specs, network_settings, latent_size)
+        if representation is None:
+            representation = Representation(observation_specs, network_settings, latent_size)
+        if representation.latent_size != latent_size:
+            raise ValueError(f"representation latent size {representation.latent_size} != {latent_size}")
+        self.representation = representation
         a_size = encoded_action_size(action_spec)
         self.dynamics_trunk = LinearEncoder(latent_size + a_size, num_layers, hidden_units)
         self.dynamics_latent = linear_layer(hidden_units, latent_size)

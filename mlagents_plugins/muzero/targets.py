@@ -157,3 +157,27 @@ def actions_for_unroll(
     idx = torch.arange(K, device=action_bka.device).expand_as(alive)
     last_alive = torch.cummax(torch.where(alive, idx, torch.zeros_like(idx)), dim=1).values
     return action_bka.gather(1, last_alive.unsqueeze(-1).expand_as(action_bka))
+
+
+def bootstrap_rows(
+    terminal_bw: torch.Tensor, episode_end_bw: torch.Tensor, valid_bw: torch.Tensor, num_unroll_steps: int, td_steps: int
+) -> torch.Tensor:
+    """Window row whose ``next_obs`` value bootstraps the target of each unroll step, ``[B, K+1]`` (long).
+
+    Row ``k + m - 1`` of the module docstring: the last row summed for step ``k``.  Only these ``B (K+1)``
+    observations need the target network (instead of all ``B W``); scatter their values into a ``[B, W]``
+    ``v_next_bw`` for ``compute_unroll_targets``.  For steps that are not alive the row is arbitrary.
+    """
+    K, n = num_unroll_steps, td_steps
+    if valid_bw.dim() != 2 or valid_bw.shape[1] != K + n:
+        raise ValueError(f"valid_bw must be [B, {K + n}], got {tuple(valid_bw.shape)}")
+    episode_end = episode_end_bw.bool()
+    cont = torch.zeros_like(valid_bw, dtype=torch.bool)
+    cont[:, :-1] = ~episode_end[:, :-1] & valid_bw.bool()[:, 1:]
+    steps = torch.arange(K + 1, device=valid_bw.device)
+    last = steps.expand(valid_bw.shape[0], K + 1).clone()
+    running = torch.ones_like(last, dtype=torch.bool)
+    for i in range(n - 1):
+        running = running & cont[:, steps + i]
+        last = last + running.long()
+    return last

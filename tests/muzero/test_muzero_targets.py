@@ -135,3 +135,28 @@ def test_actions_for_unroll_repeat_and_random():
     assert out.squeeze(-1).tolist() == [[1.0, 2.0, -1.0, -1.0], [5.0, 6.0, 7.0, 8.0]]
     with pytest.raises(ValueError, match="mode must be one of"):
         actions_for_unroll(a, alive, "zero")
+
+
+@pytest.mark.parametrize("K,n", [(3, 4), (2, 1), (4, 6)])
+def test_bootstrap_rows_pick_the_only_row_that_matters(K, n):
+    """Values placed only at the returned rows give the same targets as a full v_next."""
+    from mlagents_plugins.muzero.targets import bootstrap_rows
+
+    rows = random_windows(48, K + n, seed=7 + K)
+    r, terminal, end, valid, v_next = [torch.tensor([row[i] for row in rows]) for i in range(5)]
+    last = bootstrap_rows(terminal, end, valid, K, n)
+    assert last.shape == (48, K + 1)
+    sparse = torch.zeros_like(v_next).scatter(1, last, v_next.gather(1, last))
+    full = compute_unroll_targets(r, terminal, end, valid, v_next, 0.9, K, n)
+    part = compute_unroll_targets(r, terminal, end, valid, sparse, 0.9, K, n)
+    assert torch.allclose(full.value_bk, part.value_bk)
+    # and against the naive scan for alive steps
+    for b, row in enumerate(rows):
+        _, vmask, *_ = naive_targets(*row, 0.9, K, n)
+        for k in range(K + 1):
+            if not vmask[k]:
+                continue
+            i = k
+            while not (end[b, i] or i + 1 >= K + n or not valid[b, i + 1] or i - k + 1 == n):
+                i += 1
+            assert int(last[b, k]) == i

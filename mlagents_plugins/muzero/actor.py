@@ -1,0 +1,93 @@
+"""The exported actor of muzero_repr: representation h and the RL head's policy as one module.
+
+``MuZeroActor`` is ML-Agents' ``SimpleActor`` with its ``network_body`` replaced by ``LatentBody`` (h, then
+an MLP on the latent), so ``TorchPolicy``, checkpoints and ONNX export (inputs ``obs_i``, ``action_masks``,
+``recurrent_in``; outputs ``version_number``, ``memory_size``, ``continuous_actions``... of
+``model_serialization.py``) work unchanged and a Unity build runs representation + actor as one graph.
+"""
+from typing import List, Optional, Tuple
+
+from mlagents.torch_utils import nn, torch
+from mlagents.trainers.buffer import AgentBuffer
+from mlagents.trainers.settings import NetworkSettings
+from mlagents.trainers.torch_entities.layers import LinearEncoder
+from mlagents.trainers.torch_entities.networks import SimpleActor
+from mlagents_envs.base_env import (
+    ActionSpec,
+    DimensionProperty,
+    ObservationSpec,
+    ObservationType,
+)
+
+from mlagents_plugins.muzero.networks import Representation
+
+
+def latent_observation_spec(latent_size: int) -> ObservationSpec:
+    """The latent seen as a vector observation, so ML-Agents' networks (e.g. fast_sac's TwinQ) can take it."""
+    return ObservationSpec((latent_size,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "muzero_latent")
+
+
+class LatentBody(nn.Module):
+    """Drop-in for ``NetworkBody``: h(obs) (detached unless the RL head may train it), then an MLP."""
+
+    def __init__(self, representation: Representation, hidden_units: int, num_layers: int, rl_gradient_to_repr: bool):
+        super().__init__()
+        self.representation = representation
+        self.head = LinearEncoder(representation.latent_size, num_layers, hidden_units)
+        self.rl_gradient_to_repr = rl_gradient_to_repr
+        self.h_size = hidden_units
+
+    @property
+    def memory_size(self) -> int:
+        return 0
+
+    def update_normalization(self, buffer: AgentBuffer) -> None:
+        self.representation.update_normalization(buffer)
+
+    def latent(self, inputs: List[torch.Tensor]) -> torch.Tensor:
+        z = self.representation(inputs)
+        return z if self.rl_gradient_to_repr else z.detach()
+
+    def forward(
+        self,
+        inputs: List[torch.Tensor],
+        actions: Optional[torch.Tensor] = None,
+        memories: Optional[torch.Tensor] = None,
+        sequence_length: int = 1,
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        return self.head(self.latent(inputs)), memories
+
+
+class MuZeroActor(SimpleActor):
+    """``SimpleActor`` (tanh-squashed, state-dependent sigma, as SAC) whose body is ``LatentBody``."""
+
+    def __init__(
+        self,
+        observation_specs: List[ObservationSpec],
+        network_settings: NetworkSettings,
+        action_spec: ActionSpec,
+        latent_size: int = 64,
+        head_hidden_units: int = 128,
+        head_num_layers: int = 2,
+        rl_gradient_to_repr: bool = False,
+        conditional_sigma: bool = True,
+        tanh_squash: bool = True,
+    ):
+        head_settings = NetworkSettings(
+            hidden_units=head_hidden_units, num_layers=head_num_layers, deterministic=network_settings.deterministic
+        )
+        # SimpleActor builds its body from the specs it is given: pass the small latent spec so that no
+        # throw-away visual encoder is built, then install the real body.
+        super().__init__(
+            [latent_observation_spec(latent_size)], head_settings, action_spec, conditional_sigma, tanh_squash
+        )
+        representation = Representation(observation_specs, network_settings, latent_size)
+        self.network_body = LatentBody(representation, head_hidden_units, head_num_layers, rl_gradient_to_repr)
+
+    @property
+    def representation(self) -> Representation:
+        return self.network_body.representation
+
+    def head_parameters(self) -> List[nn.Parameter]:
+        """Parameters of the RL policy on top of the latent (not of h)."""
+        return list(self.network_body.head.parameters()) + list(self.action_model.parameters())

@@ -1,0 +1,396 @@
+"""Optimizer of muzero_repr: the learned model's MuZero update and the SAC head's update, on their own cadence.
+
+Model update (MuZero Sec. 3 eq. 1, Appendix G; deviations noted): sample start rows (prioritized by value
+error if ``prioritized_replay``), unroll ``num_unroll_steps`` with the actions taken, targets from
+``targets.compute_unroll_targets`` with bootstrap values from a periodically/Polyak-updated target model,
+losses of recurrent steps scaled by 1/K (MuZero pseudocode ``update_weights``), gradient entering the dynamics
+scaled by ``recurrent_gradient_scaling_factor``.
+
+RL head: SAC (``mlagents_plugins.sac.losses``: n-step soft targets, twin Q, policy, temperature) on the latent
+h(o).  The latent is detached unless ``rl_gradient_to_repr`` (ALF's default: the RL loss does not shape the
+representation).  Reward: the environment reward times the extrinsic signal's strength, discount its gamma.
+"""
+import copy
+from typing import Dict, List, NamedTuple, Optional
+
+import numpy as np
+
+from mlagents.torch_utils import default_device, nn, torch
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
+from mlagents.trainers.policy.torch_policy import TorchPolicy
+from mlagents.trainers.settings import NetworkSettings, RewardSignalType, TrainerSettings
+
+from mlagents_plugins.muzero import losses as L
+from mlagents_plugins.muzero.actor import MuZeroActor, latent_observation_spec
+from mlagents_plugins.muzero.networks import MuZeroModel, encode_actions, random_shift
+from mlagents_plugins.muzero.settings import MuZeroReprSettings
+from mlagents_plugins.muzero.targets import (
+    ACTIONS_AFTER_END_RANDOM,
+    actions_for_unroll,
+    bootstrap_rows,
+    compute_unroll_targets,
+)
+from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.replay.buffer import ReplayBuffer
+from mlagents_plugins.sac import losses as S
+from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
+
+# ---- stats keys -------------------------------------------------------------------------------------
+STAT_MODEL_LOSS = "Losses/MuZero Model Loss"
+STAT_VALUE_LOSS = "MuZero/Value Loss step {k}"
+STAT_REWARD_LOSS = "MuZero/Reward Loss step {k}"
+STAT_POLICY_LOSS = "MuZero/Policy Loss step {k}"
+STAT_CONSISTENCY_LOSS = "MuZero/Consistency Loss step {k}"
+STAT_GAME_OVER_LOSS = "MuZero/Game Over Loss"
+STAT_LATENT_NORM = "MuZero/Latent Norm step {k}"
+STAT_VALUE_TARGET = "MuZero/Value Target"
+STAT_PRIORITY_MEAN = "MuZero/Priority Mean"
+STAT_PRIORITY_MAX = "MuZero/Priority Max"
+STAT_MODEL_UPDATES = "MuZero/Model Updates"
+STAT_Q1_LOSS = "Losses/Q1 Loss"
+STAT_Q2_LOSS = "Losses/Q2 Loss"
+STAT_POLICY_LOSS_RL = "Losses/Policy Loss"
+STAT_TEMPERATURE_LOSS = "Losses/Temperature Loss"
+STAT_ALPHA_CONT = "Policy/Continuous Entropy Coeff"
+STAT_ALPHA_DISC = "Policy/Discrete Entropy Coeff"
+STAT_Q_MEAN = "Policy/Q Mean"
+
+EXTRINSIC = RewardSignalType.EXTRINSIC.value
+
+
+class ModelBatch(NamedTuple):
+    """One sampled batch of unroll windows, as tensors on the training device."""
+
+    starts: np.ndarray  # [B] ring indices of the start rows
+    weights_b: torch.Tensor  # [B] importance weights (ones without PER)
+    obs_0: List[torch.Tensor]  # start observations, each [B, ...]
+    obs_future: List[torch.Tensor]  # observations of rows 1..K, each [B, K, ...] (empty without consistency)
+    actions_enc_bka: torch.Tensor  # [B, K, A] encoded actions fed to the dynamics (filled after the end)
+    cont_action_bka: Optional[torch.Tensor]  # [B, K, Ac] taken continuous actions (policy targets)
+    disc_action_bkb: Optional[torch.Tensor]  # [B, K, nb] taken discrete actions
+    r_bw: torch.Tensor  # [B, W]
+    terminal_bw: torch.Tensor  # [B, W] bool
+    valid_bw: torch.Tensor  # [B, W] bool
+    boot_obs: List[torch.Tensor]  # next_obs of the bootstrap rows, each [B * (K+1), ...]
+    boot_rows_bk: torch.Tensor  # [B, K+1] window row of each bootstrap
+
+
+class MuZeroReprOptimizer(TorchOptimizer):
+    def __init__(self, policy: TorchPolicy, trainer_settings: TrainerSettings):
+        super().__init__(policy, trainer_settings)
+        hp: MuZeroReprSettings = trainer_settings.hyperparameters  # type: ignore
+        self.hp = hp
+        if list(self.reward_signals.keys()) != [EXTRINSIC]:
+            raise TrainerConfigError(
+                f"reward_signals = {sorted(self.reward_signals.keys())} is not supported by muzero_repr: "
+                "it must be exactly one 'extrinsic' signal (the learned model predicts the environment reward)."
+            )
+        self.device = default_device()
+        self.actor: MuZeroActor = policy.actor  # type: ignore
+        self.spec = policy.behavior_spec
+        self.action_spec = self.spec.action_spec
+        self.branches = list(self.action_spec.discrete_branches)
+        self.n_obs = len(self.spec.observation_specs)
+        signal = self.reward_signals[EXTRINSIC]
+        self.gamma = float(signal.gamma)
+        self.reward_scale = float(signal.strength)
+        self.stream_names = [EXTRINSIC]
+
+        # ---- learned model (shares h with the actor) ----
+        self.transform_eps = hp.value_transform_eps if hp.value_transform else -1.0
+        self.model = MuZeroModel(
+            self.spec.observation_specs,
+            self.action_spec,
+            trainer_settings.network_settings,
+            latent_size=hp.latent_size,
+            hidden_units=hp.model_hidden_units,
+            num_layers=hp.model_num_layers,
+            support_size=hp.support_size,
+            game_over_head=hp.train_game_over,
+            consistency_head=hp.train_repr_prediction,
+            representation=self.actor.representation,
+        ).to(self.device)
+        self.target_model = copy.deepcopy(self.model)
+        for p in self.target_model.parameters():
+            p.requires_grad_(False)
+        self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate)
+
+        # ---- SAC head on the latent ----
+        head_settings = NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers)
+        self.q_net = TwinQ(self.stream_names, [latent_observation_spec(hp.latent_size)], head_settings, self.action_spec)
+        self.q_net.to(self.device)
+        self.target_q = self.q_net.make_target()
+        self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
+        rl_params = list(self.q_net.parameters()) + self.actor.head_parameters()
+        if hp.rl_gradient_to_repr:
+            rl_params += list(self.actor.representation.parameters())
+        self.rl_opt = torch.optim.Adam(rl_params, lr=hp.learning_rate)
+        self.temp_opt = torch.optim.Adam(self.temperatures.parameters(), lr=hp.learning_rate)
+        self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
+        self.target_entropy_disc = [hp.discrete_target_entropy_scale * float(np.log(n)) for n in self.branches]
+        self.num_model_updates = 0
+        self.torch_rng = torch.Generator().manual_seed(int(trainer_settings.hyperparameters.batch_size) + 17)
+
+    @property
+    def critic(self):
+        return self.q_net
+
+    def get_modules(self) -> Dict[str, nn.Module]:
+        modules = {
+            "Optimizer:muzero_model": self.model,
+            "Optimizer:muzero_target_model": self.target_model,
+            "Optimizer:q_net": self.q_net,
+            "Optimizer:target_q": self.target_q,
+            "Optimizer:temperatures": self.temperatures,
+            "Optimizer:model_opt": self.model_opt,
+            "Optimizer:rl_opt": self.rl_opt,
+            "Optimizer:temp_opt": self.temp_opt,
+        }
+        for name, signal in self.reward_signals.items():
+            modules.update(signal.get_modules())
+        return modules
+
+    # ------------------------------------------------------------------ helpers
+    def _obs(self, rows: Dict[str, np.ndarray], next_: bool, augment: bool) -> List[torch.Tensor]:
+        obs = R.gather_obs(rows, self.n_obs, next_, self.device)
+        if augment and self.hp.random_shift_pad > 0:
+            obs = [random_shift(o, self.hp.random_shift_pad, self.torch_rng) if o.dim() == 4 else o for o in obs]
+        return obs
+
+    def _random_actions(self, shape_bk) -> torch.Tensor:
+        b, k = shape_bk
+        parts = []
+        if self.action_spec.continuous_size > 0:
+            parts.append(torch.rand(b, k, self.action_spec.continuous_size, generator=self.torch_rng) * 2 - 1)
+        for n in self.branches:
+            idx = torch.randint(0, n, (b, k), generator=self.torch_rng)
+            parts.append(nn.functional.one_hot(idx, n).float())
+        return torch.cat(parts, dim=-1).to(self.device)
+
+    # ------------------------------------------------------------------ model update
+    def sample_model_batch(self, replay: ReplayBuffer, rng: np.random.Generator) -> ModelBatch:
+        hp = self.hp
+        K, n, B = hp.num_unroll_steps, hp.td_steps, hp.batch_size
+        W = K + n
+        if hp.prioritized_replay:
+            starts, probs = replay.sample_prioritized(B, rng)
+            w = (replay.size * np.asarray(probs, dtype=np.float64)) ** (-hp.per_beta)
+            weights = torch.as_tensor(w / w.max(), dtype=torch.float32, device=self.device)
+        else:
+            starts = replay.sample_indices(B, rng)
+            weights = torch.ones(B, device=self.device)
+        idx, valid = replay.sequence_indices(starts, W)
+        small_fields = [R.REWARD, R.TERMINAL]
+        if self.action_spec.continuous_size > 0:
+            small_fields.append(R.CONT_ACTION)
+        if self.action_spec.discrete_size > 0:
+            small_fields.append(R.DISC_ACTION)
+        small = replay.gather(idx, small_fields)
+        valid_bw = torch.as_tensor(valid, device=self.device)
+        # Only the last row of a segment can be terminal, and every episode end is a segment end, so
+        # "episode end" within a window is the terminal flag; time-outs and chunk ends show as ~valid.
+        terminal_bw = torch.as_tensor(small[R.TERMINAL], device=self.device) & valid_bw
+        r_bw = torch.as_tensor(small[R.REWARD], device=self.device) * self.reward_scale
+        boot_rows = bootstrap_rows(terminal_bw, terminal_bw, valid_bw, K, n)
+        boot_idx = np.take_along_axis(idx, boot_rows.cpu().numpy(), axis=1).reshape(-1)
+        boot_obs = self._obs(replay.gather(boot_idx, [R.next_obs_field(i) for i in range(self.n_obs)]), True, False)
+        obs_names = [R.obs_field(i) for i in range(self.n_obs)]
+        obs_0 = self._obs(replay.gather(idx[:, 0], obs_names), False, True)
+        obs_future: List[torch.Tensor] = []
+        if hp.train_repr_prediction and K > 0:
+            fut = self._obs(replay.gather(idx[:, 1 : K + 1].reshape(-1), obs_names), False, True)
+            obs_future = [o.reshape(B, K, *o.shape[1:]) for o in fut]
+        cont = disc = None
+        if self.action_spec.continuous_size > 0:
+            cont = torch.as_tensor(small[R.CONT_ACTION][:, :K], device=self.device)
+        if self.action_spec.discrete_size > 0:
+            disc = torch.as_tensor(small[R.DISC_ACTION][:, :K].astype(np.int64), device=self.device)
+        enc = encode_actions(self.action_spec, cont, disc)
+        from mlagents_plugins.muzero.targets import alive_rows
+
+        alive_bk = alive_rows(valid_bw, terminal_bw)[:, :K]
+        rand = self._random_actions((B, K)) if hp.actions_after_end == ACTIONS_AFTER_END_RANDOM else None
+        enc = actions_for_unroll(enc, alive_bk, hp.actions_after_end, rand)
+        return ModelBatch(starts, weights, obs_0, obs_future, enc, cont, disc, r_bw, terminal_bw, valid_bw,
+                          boot_obs, boot_rows)
+
+    def model_loss(self, batch: ModelBatch):
+        """Total model loss and its parts; the learned model's forward pass (see module docstring)."""
+        hp = self.hp
+        K, n = hp.num_unroll_steps, hp.td_steps
+        B = batch.r_bw.shape[0]
+        with torch.no_grad():
+            v_boot = L.prediction_to_scalar(
+                self.target_model.initial_inference(batch.boot_obs).value, hp.support_size, self.transform_eps
+            ).reshape(B, K + 1)
+            v_next_bw = torch.zeros_like(batch.r_bw).scatter(1, batch.boot_rows_bk, v_boot)
+            tg = compute_unroll_targets(batch.r_bw, batch.terminal_bw, batch.terminal_bw, batch.valid_bw,
+                                        v_next_bw, self.gamma, K, n)
+        outs = self.model.unroll(batch.obs_0, batch.actions_enc_bka, hp.recurrent_gradient_scaling_factor)
+        w = batch.weights_b.unsqueeze(1)
+        # MuZero pseudocode: predictions of recurrent steps weigh 1/K.
+        step_scale = torch.tensor([1.0] + [1.0 / max(K, 1)] * K, device=self.device)
+        value_pred = torch.stack([o.value for o in outs], dim=1)
+        value_l = L.scalar_prediction_loss(value_pred, tg.value_bk, hp.support_size, self.transform_eps)
+        value_k = L.masked_mean_over_batch(value_l * w, tg.value_mask_bk)
+        parts = {"value": value_k}
+        total = hp.value_loss_weight * (value_k * step_scale).sum()
+        if K > 0:
+            reward_pred = torch.stack([o.reward for o in outs[1:]], dim=1)
+            reward_l = L.scalar_prediction_loss(reward_pred, tg.reward_bk, hp.support_size, self.transform_eps)
+            reward_k = L.masked_mean_over_batch(reward_l * w, tg.reward_mask_bk)
+            parts["reward"] = reward_k
+            total = total + hp.reward_loss_weight * (reward_k * step_scale[1:]).sum()
+        if hp.policy_loss_weight > 0 and K > 0:
+            # Policy target of step k is the action taken at row k (k < K, where the row is stored).
+            pol = torch.stack([o.policy for o in outs[:K]], dim=1)
+            policy_l = torch.zeros(B, K, device=self.device)
+            c = self.action_spec.continuous_size
+            if c > 0:
+                policy_l = policy_l + L.continuous_policy_loss(pol[..., :c], batch.cont_action_bka.clamp(-1, 1))
+            if self.branches:
+                logits = torch.split(pol[..., c:], self.branches, dim=-1)
+                policy_l = policy_l + L.discrete_policy_loss(list(logits), batch.disc_action_bkb)
+            policy_k = L.masked_mean_over_batch(policy_l * w, tg.value_mask_bk[:, :K])
+            parts["policy"] = policy_k
+            total = total + hp.policy_loss_weight * (policy_k * step_scale[:K]).sum()
+        if hp.train_game_over:
+            logits = torch.stack([o.game_over_logit for o in outs], dim=1)
+            go_l = nn.functional.binary_cross_entropy_with_logits(logits, tg.game_over_bk, reduction="none")
+            go_k = L.masked_mean_over_batch(go_l * w, tg.game_over_mask_bk)
+            parts["game_over"] = go_k
+            total = total + hp.game_over_loss_weight * (go_k * step_scale).sum()
+        if hp.train_repr_prediction and K > 0:
+            with torch.no_grad():
+                flat = [o.reshape(B * K, *o.shape[2:]) for o in batch.obs_future]
+                target = self.model.consistency_target(self.model.representation(flat)).reshape(B, K, -1)
+            online = torch.stack([self.model.consistency_online(o.latent) for o in outs[1:]], dim=1)
+            cons_l = L.negative_cosine_similarity(online, target)
+            cons_k = L.masked_mean_over_batch(cons_l * w, tg.value_mask_bk[:, 1:])
+            parts["consistency"] = cons_k
+            total = total + hp.repr_prediction_loss_weight * (cons_k * step_scale[1:]).sum()
+        with torch.no_grad():
+            v0 = L.prediction_to_scalar(outs[0].value, hp.support_size, self.transform_eps)
+            value_err_b = (v0 - tg.value_bk[:, 0]).abs()
+            latent_norms = [o.latent.norm(dim=-1).mean() for o in outs]
+        return total, parts, value_err_b, latent_norms, tg
+
+    def update_model(self, replay: ReplayBuffer, rng: np.random.Generator) -> Dict[str, float]:
+        hp = self.hp
+        batch = self.sample_model_batch(replay, rng)
+        total, parts, value_err_b, latent_norms, tg = self.model_loss(batch)
+        self.model_opt.zero_grad()
+        total.backward()
+        if hp.model_grad_clip > 0:
+            nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
+        self.model_opt.step()
+        self.num_model_updates += 1
+        if self.num_model_updates % hp.model_target_update_period == 0:
+            polyak_update_(list(self.model.parameters()), list(self.target_model.parameters()),
+                           hp.model_target_update_tau)
+        stats = {STAT_MODEL_LOSS: float(total.item()), STAT_VALUE_TARGET: float(tg.value_bk[:, 0].mean().item())}
+        keys = {"value": STAT_VALUE_LOSS, "reward": STAT_REWARD_LOSS, "policy": STAT_POLICY_LOSS,
+                "consistency": STAT_CONSISTENCY_LOSS}
+        for name, per_step in parts.items():
+            if name == "game_over":
+                stats[STAT_GAME_OVER_LOSS] = float(per_step.mean().item())
+                continue
+            first = 1 if name in ("reward", "consistency") else 0
+            for j, v in enumerate(per_step.tolist()):
+                stats[keys[name].format(k=j + first)] = float(v)
+        for k, v in enumerate(latent_norms):
+            stats[STAT_LATENT_NORM.format(k=k)] = float(v.item())
+        if hp.prioritized_replay:
+            pr = S.per_priorities(value_err_b, hp.per_alpha, hp.per_epsilon).cpu().numpy()
+            replay.update_priorities(batch.starts, pr)
+            stats[STAT_PRIORITY_MEAN] = float(pr.mean())
+            stats[STAT_PRIORITY_MAX] = float(pr.max())
+        stats[STAT_MODEL_UPDATES] = float(self.num_model_updates)
+        return stats
+
+    # ------------------------------------------------------------------ RL head (SAC on the latent)
+    def _policy_on_latent(self, z: torch.Tensor, masks: Optional[torch.Tensor]):
+        action, log_probs, _ = self.actor.action_model(self.actor.network_body.head(z), masks)
+        lp_cont = log_probs.continuous_tensor.sum(dim=1) if self.action_spec.continuous_size > 0 else None
+        lp_disc = log_probs.all_discrete_tensor if self.branches else None
+        cont = action.continuous_tensor if self.action_spec.continuous_size > 0 else None
+        return cont, lp_cont, lp_disc
+
+    def update_rl(self, replay: ReplayBuffer, rng: np.random.Generator) -> Dict[str, float]:
+        hp = self.hp
+        B, N = hp.batch_size, hp.n_step
+        starts = replay.sample_indices(B, rng)
+        idx, valid = replay.sequence_indices(starts, N)
+        small = replay.gather(idx, [R.REWARD, R.TERMINAL])
+        first_fields = [R.obs_field(i) for i in range(self.n_obs)]
+        boot_fields = [R.next_obs_field(i) for i in range(self.n_obs)]
+        if self.action_spec.continuous_size > 0:
+            first_fields.append(R.CONT_ACTION)
+        if self.branches:
+            first_fields += [R.DISC_ACTION, R.ACTION_MASK]
+            boot_fields.append(R.NEXT_ACTION_MASK)
+        first = replay.gather(idx[:, 0], first_fields)
+        last_valid = np.cumprod(valid, axis=1).sum(axis=1) - 1  # window row whose next_obs bootstraps
+        boot = replay.gather(idx[np.arange(B), last_valid], boot_fields)
+        valid_t = torch.as_tensor(valid, device=self.device)
+        r_t = (torch.as_tensor(small[R.REWARD], device=self.device) * self.reward_scale).unsqueeze(-1)
+        terminal_t = torch.as_tensor(small[R.TERMINAL], device=self.device).float().unsqueeze(-1)
+        discount_t = self.gamma * (1.0 - terminal_t)
+        mask0 = mask_next = None
+        if self.branches:
+            mask0 = torch.as_tensor(first[R.ACTION_MASK], device=self.device).float()
+            mask_next = torch.as_tensor(boot[R.NEXT_ACTION_MASK], device=self.device).float()
+
+        obs0 = self._obs(first, False, True)
+        z0 = self.actor.network_body.latent(obs0)
+        alpha_c = self.temperatures.log_alpha_cont.exp()
+        alpha_d = self.temperatures.log_alpha_disc.exp()
+        with torch.no_grad():
+            z_boot = self.actor.representation(self._obs(boot, True, True))
+            a_next, lp_next_c, lp_next_d = self._policy_on_latent(z_boot, mask_next)
+            q1_t, q2_t = self.target_q([z_boot], a_next)
+            v_boot = S.soft_value(torch.min(q1_t, q2_t), lp_next_c, lp_next_d, alpha_c, alpha_d, self.branches)
+            y, _ = S.n_step_targets(r_t, discount_t, valid_t, v_boot)
+
+        cont_taken = (torch.as_tensor(first[R.CONT_ACTION], device=self.device)
+                      if self.action_spec.continuous_size > 0 else None)
+        q1, q2 = self.q_net([z0], cont_taken)
+        if self.branches:
+            disc_taken = torch.as_tensor(first[R.DISC_ACTION].astype(np.int64), device=self.device)
+            q1 = S.condense_q(q1, disc_taken, self.branches)
+            q2 = S.condense_q(q2, disc_taken, self.branches)
+        else:
+            q1, q2 = q1[:, :, 0], q2[:, :, 0]
+        q1_loss, q2_loss, _ = S.twin_q_loss(q1, q2, y)
+
+        a_pi, lp_c, lp_d = self._policy_on_latent(z0, mask0)
+        for p in self.q_net.parameters():
+            p.requires_grad_(False)
+        q1_pi, q2_pi = self.q_net([z0], a_pi)
+        for p in self.q_net.parameters():
+            p.requires_grad_(True)
+        pol_loss = S.policy_loss(torch.min(q1_pi, q2_pi), lp_c, lp_d, alpha_c.detach(), alpha_d.detach(), self.branches)
+        temp_loss = S.temperature_loss(
+            self.temperatures.log_alpha_cont, self.temperatures.log_alpha_disc, lp_c, lp_d,
+            self.target_entropy_cont, self.target_entropy_disc, self.branches,
+        )
+        self.rl_opt.zero_grad()
+        (q1_loss + q2_loss + pol_loss).backward()
+        self.rl_opt.step()
+        self.temp_opt.zero_grad()
+        temp_loss.backward()
+        self.temp_opt.step()
+        polyak_update_(list(self.q_net.parameters()), list(self.target_q.parameters()), hp.tau)
+        stats = {
+            STAT_Q1_LOSS: float(q1_loss.item()),
+            STAT_Q2_LOSS: float(q2_loss.item()),
+            STAT_POLICY_LOSS_RL: float(pol_loss.item()),
+            STAT_TEMPERATURE_LOSS: float(temp_loss.item()),
+            STAT_Q_MEAN: float(q1.mean().item()),
+        }
+        if self.action_spec.continuous_size > 0:
+            stats[STAT_ALPHA_CONT] = float(alpha_c.item())
+        if self.branches:
+            stats[STAT_ALPHA_DISC] = float(alpha_d.mean().item())
+        return stats

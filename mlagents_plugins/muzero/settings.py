@@ -1,0 +1,91 @@
+"""``muzero_repr`` hyperparameters: the learned model's fields on top of fast_sac's (the RL head).
+
+The RL head is fast_sac on the latent, so every fast_sac field (``tau``, ``init_entcoef``, ``n_step``,
+``prioritized_replay``...) keeps its meaning; ``learning_rate`` is the RL head's, ``model_learning_rate``
+the learned model's.  Validators raise ``TrainerConfigError`` naming the field, the value and what is allowed.
+"""
+from typing import Any
+
+import attr
+
+from mlagents_plugins.muzero.targets import ACTIONS_AFTER_END_CHOICES
+from mlagents_plugins.offpolicy.settings import (
+    _fail,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
+from mlagents_plugins.sac.settings import FastSACSettings
+
+
+def _non_negative_float(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
+        _fail(attribute.name, value, "a finite number >= 0")
+
+
+def _bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    if not isinstance(value, bool):
+        _fail(attribute.name, value, "true or false")
+
+
+@attr.s(auto_attribs=True)
+class MuZeroReprSettings(FastSACSettings):
+    # --- learned model (MuZero h, g, f) ---
+    # Size of the latent state s = h(o); min-max scaled to [0, 1] (MuZero App. G). The RL head sees it.
+    latent_size: int = attr.ib(default=64, validator=positive_int)
+    # Hidden units / hidden layers of the dynamics and prediction networks.
+    model_hidden_units: int = attr.ib(default=128, validator=positive_int)
+    model_num_layers: int = attr.ib(default=2, validator=positive_int)
+    # K: dynamics steps unrolled with the actions actually taken (MuZero: 5).
+    num_unroll_steps: int = attr.ib(default=5, validator=non_negative_int)
+    # n: rewards summed before bootstrapping the value target from the target model (MuZero: 10).
+    td_steps: int = attr.ib(default=10, validator=positive_int)
+    # Gradient entering the dynamics at each unroll step is multiplied by this (MuZero App. G: 0.5).
+    recurrent_gradient_scaling_factor: float = attr.ib(default=0.5, validator=unit_interval)
+    # 0: value/reward are one scalar (in h-space); S >= 1: categorical over the 2S+1 integer atoms -S..S.
+    support_size: int = attr.ib(default=10, validator=non_negative_int)
+    # Predict h(x) = sign(x)(sqrt(|x|+1)-1) + eps x instead of x (MuZero App. F); eps below.
+    value_transform: bool = attr.ib(default=True, validator=_bool)
+    value_transform_eps: float = attr.ib(default=0.001, validator=_non_negative_float)
+    # Loss weights (MuZero Reanalyse uses 0.25 for the value).
+    value_loss_weight: float = attr.ib(default=0.25, validator=_non_negative_float)
+    reward_loss_weight: float = attr.ib(default=1.0, validator=_non_negative_float)
+    # Policy target = the action taken at that step (no MCTS here); 0 turns the policy loss off.
+    policy_loss_weight: float = attr.ib(default=0.0, validator=_non_negative_float)
+    # Train a head predicting "after a terminal" (absorbing) from the latent; its loss weight.
+    train_game_over: bool = attr.ib(default=False, validator=_bool)
+    game_over_loss_weight: float = attr.ib(default=1.0, validator=_non_negative_float)
+    # EfficientZero temporal consistency: predict h(o_{t+k}) from the unrolled latent s_k; its loss weight.
+    train_repr_prediction: bool = attr.ib(default=False, validator=_bool)
+    repr_prediction_loss_weight: float = attr.ib(default=2.0, validator=_non_negative_float)
+    # Actions fed to the dynamics after an episode end: "repeat" the last one, or uniformly "random".
+    actions_after_end: str = attr.ib(default="repeat")
+    # Target model for the value bootstrap: target <- (1 - tau) target + tau online every period updates.
+    model_target_update_tau: float = attr.ib(default=1.0, validator=unit_interval)
+    model_target_update_period: int = attr.ib(default=100, validator=positive_int)
+    # Adam step size of the learned model.
+    model_learning_rate: float = attr.ib(default=1.0e-3, validator=positive_float)
+    # Model updates are made every ``model_update_interval`` RL updates, ``model_updates_per_interval`` at a time.
+    model_update_interval: int = attr.ib(default=1, validator=positive_int)
+    model_updates_per_interval: int = attr.ib(default=1, validator=positive_int)
+    # Clip the model's gradient norm (0 = no clipping).
+    model_grad_clip: float = attr.ib(default=10.0, validator=_non_negative_float)
+    # DrQ random-shift augmentation of visual observations by up to this many pixels (0 = off).
+    random_shift_pad: int = attr.ib(default=0, validator=non_negative_int)
+    # --- RL head ---
+    # Let the RL (actor/critic) losses backpropagate into the representation (ALF default: off).
+    rl_gradient_to_repr: bool = attr.ib(default=False, validator=_bool)
+    # Hidden units / layers of the actor and critics on top of the latent.
+    head_hidden_units: int = attr.ib(default=128, validator=positive_int)
+    head_num_layers: int = attr.ib(default=2, validator=positive_int)
+
+    @actions_after_end.validator
+    def _check_actions_after_end(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value not in ACTIONS_AFTER_END_CHOICES:
+            _fail(attribute.name, value, f"one of {list(ACTIONS_AFTER_END_CHOICES)}")
+
+    @support_size.validator
+    def _check_support(self, attribute: "attr.Attribute", value: Any) -> None:
+        if not isinstance(value, bool) and isinstance(value, int) and value > 1000:
+            _fail(attribute.name, value, "an integer in [0, 1000]")
