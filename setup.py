@@ -10,6 +10,9 @@ from setuptools import find_packages, setup
 # One entry point per trainer module; each returns ({name: TrainerClass}, {name: SettingsClass}).
 # A trainer is only listed here once it exists.
 TRAINER_ENTRY_POINTS = [
+    "fast_sac = mlagents_plugins.sac.plugin:get_type_and_setting",
+    "impala = mlagents_plugins.impala.plugin:get_type_and_setting",
+    "muzero_repr = mlagents_plugins.muzero.plugin:get_type_and_setting",
 ]
 
 setup(

@@ -1,0 +1,1 @@
+"""``fast_sac``: Soft Actor-Critic with twin Polyak-averaged critics, n-step returns and optional PER."""

@@ -1,0 +1,70 @@
+"""Hyperparameters shared by every trainer built on ``OffPolicyTrainerBase`` (fast_sac, taac, muzero_repr).
+
+Each field states its meaning beside it; validators raise ``TrainerConfigError`` naming the field, the value
+given and what is allowed, so a bad YAML stops ``mlagents-learn`` at start-up with a readable message.
+"""
+from typing import Any, Optional
+
+import attr
+
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.settings import OffPolicyHyperparamSettings
+
+
+def _fail(field: str, value: Any, allowed: str) -> None:
+    raise TrainerConfigError(f"hyperparameters.{field} = {value!r} is invalid: it must be {allowed}.")
+
+
+def positive_int(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        _fail(attribute.name, value, "an integer >= 1")
+
+
+def non_negative_int(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        _fail(attribute.name, value, "an integer >= 0")
+
+
+def positive_float(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        _fail(attribute.name, value, "a finite number > 0")
+
+
+def unit_interval(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    """Closed interval [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        _fail(attribute.name, value, "a number in [0, 1]")
+
+
+@attr.s(auto_attribs=True)
+class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
+    # Transitions per gradient step.
+    batch_size: int = attr.ib(default=256, validator=positive_int)
+    # Replay capacity in transitions (rows); the oldest row is overwritten one at a time once full.
+    buffer_size: int = attr.ib(default=100000, validator=positive_int)
+    # Environment steps collected (with the initial policy) before the first update.
+    buffer_init_steps: int = attr.ib(default=1000, validator=non_negative_int)
+    # Environment steps (summed over agents) per gradient update; 0.25 = four updates per step.
+    steps_per_update: float = attr.ib(default=1.0, validator=positive_float)
+    # Save the replay buffer with every checkpoint and at exit, and restore it on --resume.
+    save_replay_buffer: bool = attr.ib(default=False)
+    # Environment steps per update of the intrinsic reward providers (GAIL, curiosity, RND).
+    reward_signal_steps_per_update: float = attr.ib(validator=positive_float)
+    # Fill the replay buffer from another run's saved buffer before training: a replay file path or a run
+    # id (then ``results/<run id>/<behavior>/<replay file>`` next to this run is used).  Its counters are not
+    # taken over: this run's step and update counts start from its own checkpoint.
+    init_replay_from: Optional[str] = attr.ib(default=None)
+
+    @reward_signal_steps_per_update.default
+    def _reward_signal_steps_per_update_default(self) -> float:
+        return self.steps_per_update
+
+    @save_replay_buffer.validator
+    def _check_bool(self, attribute: "attr.Attribute", value: Any) -> None:
+        if not isinstance(value, bool):
+            _fail(attribute.name, value, "true or false")
+
+    @init_replay_from.validator
+    def _check_init_replay(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            _fail(attribute.name, value, "a replay file path or a run id (a non-empty string), or null")

@@ -1,0 +1,296 @@
+"""``OffPolicyTrainerBase``: trajectory intake into a ``ReplayBuffer``, update cadence, replay persistence, stats.
+
+Subclasses (fast_sac, taac, muzero_repr) provide:
+
+* ``create_policy`` / ``create_optimizer`` (as for any ``RLTrainer``);
+* ``replay_fields(behavior_spec)`` and ``trajectory_to_rows(trajectory, agent_buffer)`` - the replay layout
+  and how one trajectory chunk becomes rows (default: the standard transition rows of ``offpolicy.rows``);
+* ``update_once()`` - draw a minibatch from ``self.replay`` and take one gradient step, returning stats.
+
+The base decides *when*: after ``buffer_init_steps`` environment steps (and once the buffer holds a batch)
+it keeps ``num_updates == floor((step - buffer_init_steps) / steps_per_update)``; intrinsic reward providers
+are updated on their own ``reward_signal_steps_per_update`` cadence with their own minibatch, and never when
+only the extrinsic reward is present.  Steps before the buffer can serve a batch owe no updates, so the first
+update does not come as a burst.  The counters are saved with the replay buffer, so ``--resume`` carries
+the ratio on exactly; without a saved buffer they are re-derived from the step (like ML-Agents).
+
+Replay persistence (``save_replay_buffer: true``): saved into the run's behavior folder at every checkpoint
+and at exit, loaded on ``--resume``.  A missing file gives a warning naming the path; a corrupt or mismatching
+file stops the run with the loader's error, never silently replaced by an empty buffer.
+"""
+import abc
+import os
+from collections import defaultdict
+from typing import Dict, List, Optional, cast
+
+import numpy as np
+
+from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+from mlagents.trainers.buffer import AgentBuffer, BufferKey
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.policy import Policy
+from mlagents.trainers.policy.checkpoint_manager import ModelCheckpoint
+from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
+    ExtrinsicRewardProvider,
+)
+from mlagents.trainers.trainer.rl_trainer import RLTrainer
+from mlagents.trainers.trajectory import Trajectory
+from mlagents_envs.base_env import BehaviorSpec
+from mlagents_envs.logging_util import get_logger
+from mlagents_envs.timers import hierarchical_timer, timed
+
+from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
+from mlagents_plugins.replay.buffer import ReplayBuffer
+from mlagents_plugins.replay.specs import FieldSpec
+
+logger = get_logger(__name__)
+
+REPLAY_FILENAME = "replay_buffer.mlreplay"
+# Keys of the counters stored in the replay file's ``extra`` dict.
+EXTRA_STEP = "step"
+EXTRA_UPDATES = "num_updates"
+EXTRA_RS_UPDATES = "num_reward_signal_updates"
+EXTRA_TRAINER = "trainer_type"
+EXTRA_RNG = "rng_state"
+
+STAT_UPDATES = "Replay/Updates"
+STAT_REPLAY_SIZE = "Replay/Size"
+
+
+class OffPolicyTrainerBase(RLTrainer, abc.ABC):
+    """Replay-buffer trainer skeleton; see the module docstring for what subclasses implement."""
+
+    def __init__(
+        self,
+        behavior_name: str,
+        reward_buff_cap: int,
+        trainer_settings: TrainerSettings,
+        training: bool,
+        load: bool,
+        seed: int,
+        artifact_path: str,
+    ):
+        super().__init__(behavior_name, trainer_settings, training, load, artifact_path, reward_buff_cap)
+        if trainer_settings.network_settings.memory is not None:
+            raise TrainerConfigError(
+                f"network_settings.memory is set for behavior '{behavior_name}', but trainer_type "
+                f"'{trainer_settings.trainer_type}' does not support recurrent policies; remove "
+                "network_settings.memory (or use ppo/sac for recurrent policies)."
+            )
+        self.hyperparameters: OffPolicyBaseSettings = cast(OffPolicyBaseSettings, trainer_settings.hyperparameters)
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.policy: Policy = None  # type: ignore
+        self.replay: Optional[ReplayBuffer] = None
+        self.num_updates = 0
+        self.num_reward_signal_updates = 0
+        self.checkpoint_replay_buffer = self.hyperparameters.save_replay_buffer
+
+    # ------------------------------------------------------------------ subclass interface
+    def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
+        """Replay layout; default the standard transition row (``offpolicy.rows``)."""
+        return R.transition_fields(spec)
+
+    def trajectory_to_rows(self, trajectory: Trajectory, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
+        """Rows of one trajectory chunk (one replay segment); default the standard transition rows."""
+        return R.trajectory_to_rows(self.policy.behavior_spec, trajectory, agent_buffer)
+
+    @property
+    def prioritized_replay(self) -> bool:
+        """Whether the replay buffer keeps priorities (subclasses with PER override)."""
+        return False
+
+    @abc.abstractmethod
+    def update_once(self) -> Dict[str, float]:
+        """Sample from ``self.replay`` and take one gradient step; return stats to report (mean per summary)."""
+
+    # ------------------------------------------------------------------ policy / buffer setup
+    def get_policy(self, name_behavior_id: str) -> Policy:
+        return self.policy
+
+    def add_policy(self, parsed_behavior_id: BehaviorIdentifiers, policy: Policy) -> None:
+        if self.policy:
+            logger.warning(
+                f"Your environment contains multiple teams, but {self.__class__.__name__} doesn't support "
+                "adversarial games. Enable self-play to train adversarial games."
+            )
+        self.policy = policy
+        self.policies[parsed_behavior_id.behavior_id] = policy
+        self.optimizer = self.create_optimizer()
+        for name in self.optimizer.reward_signals.keys():
+            self.collected_rewards[name] = defaultdict(lambda: 0)
+        self.model_saver.register(self.policy)
+        self.model_saver.register(self.optimizer)
+        self.model_saver.initialize_or_load()
+        self._step = policy.get_current_step()
+        self.replay = ReplayBuffer(
+            self.hyperparameters.buffer_size, self.replay_fields(policy.behavior_spec), prioritized=self.prioritized_replay
+        )
+        # Without saved counters, assume the ratio was kept before (ML-Agents' behaviour on resume).
+        self.num_updates = self._updates_due(self.hyperparameters.steps_per_update)
+        self.num_reward_signal_updates = self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
+        self._maybe_load_replay()
+
+    @property
+    def replay_path(self) -> str:
+        return os.path.join(self.artifact_path, REPLAY_FILENAME)
+
+    def _init_replay_path(self, value: str) -> str:
+        """``init_replay_from`` as a file path, or run id -> that run's file for this behavior."""
+        if os.path.isfile(value) or os.sep in value or value.endswith(".mlreplay"):
+            return value
+        results_dir = os.path.dirname(os.path.dirname(os.path.abspath(self.artifact_path)))
+        return os.path.join(results_dir, value, os.path.basename(self.artifact_path), REPLAY_FILENAME)
+
+    def _maybe_load_replay(self) -> None:
+        from mlagents_plugins.replay.persistence import load_replay
+
+        spec = self.replay_fields(self.policy.behavior_spec)
+        cap = self.hyperparameters.buffer_size
+        if self.load and self.checkpoint_replay_buffer:
+            path = self.replay_path
+            if not os.path.exists(path):
+                logger.warning(f"Resuming without a replay buffer: {path} does not exist; starting with an empty buffer.")
+            else:
+                self.replay, extra = load_replay(path, expected_fields=spec, capacity=cap)
+                self._restore_counters(extra, path)
+                logger.info(
+                    f"Loaded replay buffer from {path}: {self.replay.size} rows, write position "
+                    f"{self.replay.write_pos}, {self.num_updates} updates at step {self._step}."
+                )
+                return
+        init = self.hyperparameters.init_replay_from
+        if init is not None:
+            path = self._init_replay_path(init)
+            if not os.path.exists(path):
+                raise TrainerConfigError(
+                    f"hyperparameters.init_replay_from = {init!r}: replay file {path} does not exist."
+                )
+            self.replay, _ = load_replay(path, expected_fields=spec, capacity=cap)
+            logger.info(f"Initialised replay buffer from {path}: {self.replay.size} rows.")
+        if self.replay.prioritized != self.prioritized_replay:
+            raise TrainerConfigError(
+                f"the loaded replay buffer {'has' if self.replay.prioritized else 'has no'} priorities but "
+                f"prioritized_replay is {self.prioritized_replay}"
+            )
+
+    def _restore_counters(self, extra: dict, path: str) -> None:
+        saved_step = int(extra.get(EXTRA_STEP, self._step))
+        if saved_step != self._step:
+            logger.warning(
+                f"Replay buffer {path} was saved at step {saved_step} but the checkpoint is at step {self._step}; "
+                "re-deriving the update counters from the checkpoint step."
+            )
+            return
+        self.num_updates = int(extra.get(EXTRA_UPDATES, self.num_updates))
+        self.num_reward_signal_updates = int(extra.get(EXTRA_RS_UPDATES, self.num_reward_signal_updates))
+        if EXTRA_RNG in extra:
+            self.rng.bit_generator.state = extra[EXTRA_RNG]
+
+    def replay_extra(self) -> dict:
+        """Counters saved next to the rows so a resumed run continues the exact update ratio."""
+        return {
+            EXTRA_STEP: int(self._step),
+            EXTRA_UPDATES: int(self.num_updates),
+            EXTRA_RS_UPDATES: int(self.num_reward_signal_updates),
+            EXTRA_TRAINER: self.get_trainer_name(),
+            EXTRA_RNG: self.rng.bit_generator.state,
+        }
+
+    def save_replay_buffer(self) -> None:
+        from mlagents_plugins.replay.persistence import save_replay
+
+        if self.replay is None:
+            return
+        with hierarchical_timer("save_replay_buffer"):
+            save_replay(self.replay_path, self.replay, self.replay_extra())
+        logger.info(f"Saved replay buffer ({self.replay.size} rows) to {self.replay_path}.")
+
+    def _checkpoint(self) -> ModelCheckpoint:
+        ckpt = super()._checkpoint()
+        if self.checkpoint_replay_buffer:
+            self.save_replay_buffer()
+        return ckpt
+
+    # save_model() calls _checkpoint(), so the buffer is also written at exit.
+
+    # ------------------------------------------------------------------ intake
+    def _process_trajectory(self, trajectory: Trajectory) -> None:
+        super()._process_trajectory(trajectory)
+        agent_id = trajectory.agent_id
+        buf = trajectory.to_agentbuffer()
+        self._warn_if_group_reward(buf)
+        if self.is_training:
+            self.policy.actor.update_normalization(buf)
+        self.collected_rewards["environment"][agent_id] += float(np.sum(buf[BufferKey.ENVIRONMENT_REWARDS]))
+        for name, signal in self.optimizer.reward_signals.items():
+            self.collected_rewards[name][agent_id] += float(np.sum(signal.evaluate(buf) * signal.strength))
+        if self.should_still_train:
+            self.replay.add(self.trajectory_to_rows(trajectory, buf))
+        if trajectory.done_reached:
+            self._update_end_episode_stats(agent_id, self.optimizer)
+
+    # ------------------------------------------------------------------ cadence
+    def _updates_due(self, steps_per_update: float) -> int:
+        return max(0, int((self._step - self.hyperparameters.buffer_init_steps) / steps_per_update))
+
+    def _is_ready_update(self) -> bool:
+        return (
+            self.replay is not None
+            and self._step >= self.hyperparameters.buffer_init_steps
+            and self.replay.size >= self.hyperparameters.batch_size
+        )
+
+    @property
+    def has_intrinsic_signals(self) -> bool:
+        return any(not isinstance(s, ExtrinsicRewardProvider) for s in self.optimizer.reward_signals.values())
+
+    @timed
+    def _update_policy(self) -> bool:
+        self.cumulative_returns_since_policy_update.clear()
+        stats: Dict[str, List[float]] = defaultdict(list)
+        due = self._updates_due(self.hyperparameters.steps_per_update)
+        updated = False
+        while self.num_updates < due:
+            for k, v in self.update_once().items():
+                stats[k].append(v)
+            self.num_updates += 1
+            updated = True
+            if self.optimizer.bc_module:
+                for k, v in self.optimizer.bc_module.update().items():
+                    stats[k].append(v)
+        if self.has_intrinsic_signals:
+            due_rs = self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
+            while self.num_reward_signal_updates < due_rs:
+                for k, v in self.update_reward_signals_once().items():
+                    stats[k].append(v)
+                self.num_reward_signal_updates += 1
+        else:
+            self.num_reward_signal_updates = self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
+        for k, v in stats.items():
+            self._stats_reporter.add_stat(k, float(np.mean(v)))
+        if updated:
+            self._stats_reporter.set_stat(STAT_UPDATES, float(self.num_updates))
+            self._stats_reporter.set_stat(STAT_REPLAY_SIZE, float(self.replay.size))
+        return updated
+
+    def advance(self) -> None:
+        super().advance()
+        # Steps collected before the buffer could serve a batch owe no updates (no burst once it can).
+        if self.replay is not None and self.replay.size < self.hyperparameters.batch_size:
+            self.num_updates = max(self.num_updates, self._updates_due(self.hyperparameters.steps_per_update))
+            self.num_reward_signal_updates = max(
+                self.num_reward_signal_updates, self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
+            )
+
+    def update_reward_signals_once(self) -> Dict[str, float]:
+        """One update of every intrinsic reward provider on its own uniformly sampled minibatch."""
+        idx = self.replay.sample_indices(self.hyperparameters.batch_size, self.rng)
+        batch = R.rows_to_agent_buffer(self.policy.behavior_spec, self.replay.gather(idx))
+        out: Dict[str, float] = {}
+        for signal in self.optimizer.reward_signals.values():
+            if not isinstance(signal, ExtrinsicRewardProvider):
+                out.update(signal.update(batch))
+        return out

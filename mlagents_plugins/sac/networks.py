@@ -1,0 +1,71 @@
+"""Critic modules of fast_sac: twin Q networks from ML-Agents' ``ValueNetwork`` bodies, temperatures, Polyak.
+
+The Q networks reuse ML-Agents' ``NetworkBody`` so every observation kind (vector, visual with any
+``vis_encode_type``, variable-length/attention, goal-conditioning) and ``normalize`` works exactly as in the
+built-in trainers.  Continuous actions are concatenated to the encoded observation; discrete branches are
+heads with one output per action (``A = sum(branches)``).  Unlike ML-Agents' SAC there is no separate V
+network: the target is computed from Polyak-averaged copies of both Q networks (SAC-2, Haarnoja et al. 2018b).
+"""
+import copy
+from typing import List, Sequence, Tuple
+
+from mlagents.torch_utils import nn, torch
+from mlagents.trainers.settings import NetworkSettings
+from mlagents.trainers.torch_entities.networks import ValueNetwork
+from mlagents_envs.base_env import ActionSpec, ObservationSpec
+
+
+class TwinQ(nn.Module):
+    """Two independent Q networks; ``forward`` returns both as [B, S, A] tensors (streams in name order)."""
+
+    def __init__(
+        self,
+        stream_names: List[str],
+        observation_specs: List[ObservationSpec],
+        network_settings: NetworkSettings,
+        action_spec: ActionSpec,
+    ):
+        super().__init__()
+        self.stream_names = list(stream_names)
+        self.num_outputs = max(int(sum(action_spec.discrete_branches)), 1)
+        cont = int(action_spec.continuous_size)
+        self.q1 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
+        self.q2 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
+
+    def _stack(self, out: dict, batch: int) -> torch.Tensor:
+        return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)
+
+    def forward(
+        self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        b = obs[0].shape[0]
+        q1, _ = self.q1(obs, actions=cont_actions)
+        q2, _ = self.q2(obs, actions=cont_actions)
+        return self._stack(q1, b), self._stack(q2, b)
+
+    def copy_normalization_from(self, body) -> None:
+        self.q1.network_body.copy_normalization(body)
+        self.q2.network_body.copy_normalization(body)
+
+    def make_target(self) -> "TwinQ":
+        """A frozen deep copy (no gradients) used for the bootstrap targets."""
+        target = copy.deepcopy(self)
+        for p in target.parameters():
+            p.requires_grad_(False)
+        return target
+
+
+class Temperatures(nn.Module):
+    """Log entropy temperatures: one shared by the continuous dimensions, one per discrete branch."""
+
+    def __init__(self, init_entcoef: float, num_branches: int):
+        super().__init__()
+        init = float(torch.log(torch.tensor(init_entcoef)))
+        self.log_alpha_cont = nn.Parameter(torch.full((1,), init))
+        self.log_alpha_disc = nn.Parameter(torch.full((num_branches,), init))
+
+
+def polyak_update_(online: Sequence[torch.Tensor], target: Sequence[torch.Tensor], tau: float) -> None:
+    """``target <- target + tau * (online - target)`` in place, as one fused multi-tensor op."""
+    with torch.no_grad():
+        torch._foreach_lerp_(list(target), list(online), tau)

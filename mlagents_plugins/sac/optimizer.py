@@ -1,0 +1,212 @@
+"""``FastSACOptimizer``: one fused SAC gradient step on a typed, already-on-device ``SACBatch``.
+
+Per update: one actor pass at ``s`` (with gradient) and one at ``s'`` (no gradient), one target-critic pass,
+one online twin-Q pass at the taken actions and one at the actor's actions (critic weights frozen there, so
+the actor loss moves only the actor), then a *single* backward of ``critic + actor + temperature`` losses and
+a single Adam step over three parameter groups, and one fused Polyak update.  Built-in SAC runs three
+backward passes and three optimizers and also trains a V network; that and its per-update AgentBuffer
+conversions are most of the speed difference.
+"""
+from typing import Dict, List, NamedTuple, Optional, Tuple, cast
+
+import numpy as np
+
+from mlagents.torch_utils import default_device, torch
+from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
+from mlagents.trainers.policy.torch_policy import TorchPolicy
+from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.torch_entities.utils import ModelUtils
+
+from mlagents_plugins.sac import losses as L
+from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
+from mlagents_plugins.sac.settings import FastSACSettings
+
+STAT_POLICY_LOSS = "Losses/Policy Loss"
+STAT_Q1_LOSS = "Losses/Q1 Loss"
+STAT_Q2_LOSS = "Losses/Q2 Loss"
+STAT_ENTCOEF_LOSS = "Losses/Entropy Coefficient Loss"
+STAT_ENTCOEF = "Policy/Entropy Coefficient"
+STAT_CONT_ENTCOEF = "Policy/Continuous Entropy Coeff"
+STAT_DISC_ENTCOEF = "Policy/Discrete Entropy Coeff"
+STAT_LR = "Policy/Learning Rate"
+STAT_Q_MEAN = "Policy/Q Mean"
+STAT_ENTROPY = "Policy/Entropy"
+
+
+class SACBatch(NamedTuple):
+    """One minibatch on the training device. ``B`` rows, ``N`` n-step window, ``S`` reward streams."""
+
+    obs: List[torch.Tensor]  # observations at t, each [B, ...]
+    next_obs: List[torch.Tensor]  # observations after the window's last valid step, each [B, ...]
+    cont_actions: Optional[torch.Tensor]  # [B, C] taken continuous actions (tanh-squashed)
+    disc_actions: Optional[torch.Tensor]  # [B, K] taken discrete actions (long)
+    action_mask: Optional[torch.Tensor]  # [B, A] 1 = allowed, at t
+    next_action_mask: Optional[torch.Tensor]  # [B, A] at the bootstrap observation
+    r_t: torch.Tensor  # [B, N, S] rewards per stream (strength applied)
+    discount_t: torch.Tensor  # [B, N, S] gamma_s * (1 - terminal) (terminal ignored for ignore_done streams)
+    valid_t: torch.Tensor  # [B, N] bool, step belongs to the start row's segment
+    weights: Optional[torch.Tensor]  # [B] PER importance weights or None
+
+
+class SACLosses(NamedTuple):
+    q1_loss: torch.Tensor
+    q2_loss: torch.Tensor
+    policy_loss: torch.Tensor
+    temperature_loss: torch.Tensor
+    td_abs: torch.Tensor  # [B] |TD error| (no gradient)
+    q_mean: torch.Tensor  # mean Q1 of the taken actions (no gradient)
+    entropy: torch.Tensor  # mean policy entropy estimate (no gradient)
+
+
+class FastSACOptimizer(TorchOptimizer):
+    def __init__(self, policy: TorchPolicy, trainer_settings: TrainerSettings):
+        super().__init__(policy, trainer_settings)
+        hp = cast(FastSACSettings, trainer_settings.hyperparameters)
+        self.hyperparameters = hp
+        self.device = default_device()
+        self.action_spec = policy.behavior_spec.action_spec
+        self.branches = list(self.action_spec.discrete_branches)
+        self.stream_names = list(self.reward_signals.keys())
+        self.gammas = [self.reward_signals[n].gamma for n in self.stream_names]
+        self.use_done = [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names]
+        self.tau = hp.tau
+        self.q = TwinQ(
+            self.stream_names, policy.behavior_spec.observation_specs, policy.network_settings, self.action_spec
+        ).to(self.device)
+        self.q_target = self.q.make_target().to(self.device)
+        self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
+        self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
+        self.target_entropy_disc = [hp.discrete_target_entropy_scale * float(np.log(n)) for n in self.branches]
+        self._q_params = [p for p in self.q.parameters() if p.requires_grad]
+        self._q_target_params = [p for p, o in zip(self.q_target.parameters(), self.q.parameters()) if o.requires_grad]
+        actor_params = [p for p in policy.actor.parameters() if p.requires_grad]
+        self.adam = torch.optim.Adam(
+            [
+                {"params": actor_params},
+                {"params": self._q_params},
+                {"params": list(self.temperatures.parameters())},
+            ],
+            lr=hp.learning_rate,
+            foreach=True,
+        )
+        self.decay_learning_rate = ModelUtils.DecayedValue(
+            hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
+        )
+        self._normalize = policy.network_settings.normalize
+
+    @property
+    def critic(self):
+        return self.q.q1
+
+    def _actor(self, obs: List[torch.Tensor], mask: Optional[torch.Tensor]):
+        """Sampled action and log-probs: (cont action [B,C] | None, log pi_cont [B] | None, log p_disc [B,A] | None)."""
+        action, run_out, _ = self.policy.actor.get_action_and_stats(obs, masks=mask)
+        lp = run_out["log_probs"]
+        cont = action.continuous_tensor if self.action_spec.continuous_size > 0 else None
+        lp_c = lp.continuous_tensor.sum(dim=1) if self.action_spec.continuous_size > 0 else None
+        lp_d = lp.all_discrete_tensor if self.branches else None
+        return cont, lp_c, lp_d
+
+    def compute_losses(self, batch: SACBatch) -> SACLosses:
+        """Forward passes and the four losses of one step (no parameter changes)."""
+        if self._normalize:
+            self.q.copy_normalization_from(self.policy.actor.network_body)
+            self.q_target.copy_normalization_from(self.policy.actor.network_body)
+        temps = self.temperatures
+        alpha_c = temps.log_alpha_cont.detach().exp()
+        alpha_d = temps.log_alpha_disc.detach().exp()
+
+        with torch.no_grad():
+            a_next, lp_c_next, lp_d_next = self._actor(batch.next_obs, batch.next_action_mask)
+            tq1, tq2 = self.q_target(batch.next_obs, a_next)
+            v_boot = L.soft_value(torch.minimum(tq1, tq2), lp_c_next, lp_d_next, alpha_c, alpha_d, self.branches)
+            y, _ = L.n_step_targets(batch.r_t, batch.discount_t, batch.valid_t, v_boot)
+
+        q1, q2 = self.q(batch.obs, batch.cont_actions)
+        if self.branches:
+            q1 = L.condense_q(q1, batch.disc_actions, self.branches)
+            q2 = L.condense_q(q2, batch.disc_actions, self.branches)
+        else:
+            q1, q2 = q1[:, :, 0], q2[:, :, 0]
+        q1_loss, q2_loss, td_abs = L.twin_q_loss(q1, q2, y, batch.weights)
+
+        a_pi, lp_c, lp_d = self._actor(batch.obs, batch.action_mask)
+        # Critic weights frozen for the actor's Q evaluation: the actor loss reaches the actor only.
+        for p in self._q_params:
+            p.requires_grad_(False)
+        try:
+            qp1, qp2 = self.q(batch.obs, a_pi)
+        finally:
+            for p in self._q_params:
+                p.requires_grad_(True)
+        pi_loss = L.policy_loss(torch.minimum(qp1, qp2), lp_c, lp_d, alpha_c, alpha_d, self.branches)
+        ent_loss = L.temperature_loss(
+            temps.log_alpha_cont,
+            temps.log_alpha_disc,
+            lp_c,
+            lp_d,
+            self.target_entropy_cont,
+            self.target_entropy_disc,
+            self.branches,
+        )
+        with torch.no_grad():
+            entropy = -(lp_c.mean() if lp_c is not None else q1.new_zeros(()))
+            if lp_d is not None:
+                entropy = entropy - L.branch_sums(lp_d.exp() * lp_d, self.branches).sum(dim=1).mean()
+        return SACLosses(q1_loss, q2_loss, pi_loss, ent_loss, td_abs, q1.detach().mean(), entropy)
+
+    def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
+        """One fused SAC step. Returns (stats, |TD error| [B] for replay priorities)."""
+        out = self.compute_losses(batch)
+        lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
+        for g in self.adam.param_groups:
+            g["lr"] = lr
+        self.adam.zero_grad(set_to_none=True)
+        (out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss).backward()
+        self.adam.step()
+        polyak_update_(self._q_params, self._q_target_params, self.tau)
+
+        with torch.no_grad():
+            alpha_c = self.temperatures.log_alpha_cont.exp()
+            alpha_d = self.temperatures.log_alpha_disc.exp()
+            has_c = self.action_spec.continuous_size > 0
+            a_all = torch.cat([alpha_c, alpha_d]) if has_c else alpha_d
+            vals = torch.stack(
+                [
+                    out.policy_loss.detach(),
+                    out.q1_loss.detach(),
+                    out.q2_loss.detach(),
+                    out.temperature_loss.detach(),
+                    a_all.mean(),
+                    alpha_c[0],
+                    alpha_d.mean() if self.branches else alpha_c[0],
+                    out.q_mean,
+                    out.entropy,
+                ]
+            ).tolist()
+        stats = {
+            STAT_POLICY_LOSS: vals[0],
+            STAT_Q1_LOSS: vals[1],
+            STAT_Q2_LOSS: vals[2],
+            STAT_ENTCOEF_LOSS: vals[3],
+            STAT_ENTCOEF: vals[4],
+            STAT_Q_MEAN: vals[7],
+            STAT_ENTROPY: vals[8],
+            STAT_LR: lr,
+        }
+        if has_c:
+            stats[STAT_CONT_ENTCOEF] = vals[5]
+        if self.branches:
+            stats[STAT_DISC_ENTCOEF] = vals[6]
+        return stats, out.td_abs
+
+    def get_modules(self):
+        modules = {
+            "Optimizer:q_network": self.q,
+            "Optimizer:target_q_network": self.q_target,
+            "Optimizer:temperatures": self.temperatures,
+            "Optimizer:adam": self.adam,
+        }
+        for provider in self.reward_signals.values():
+            modules.update(provider.get_modules())
+        return modules

@@ -1,0 +1,49 @@
+"""``fast_sac`` hyperparameters (the ``hyperparameters:`` block of a ``trainer_type: fast_sac`` behavior)."""
+from typing import Any
+
+import attr
+
+from mlagents.trainers.settings import ScheduleType
+from mlagents_plugins.offpolicy.settings import (
+    OffPolicyBaseSettings,
+    _fail,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
+
+
+@attr.s(auto_attribs=True)
+class FastSACSettings(OffPolicyBaseSettings):
+    # Adam step size of actor, critics and temperatures (``learning_rate_schedule``: constant or linear to 0
+    # at max_steps).
+    learning_rate: float = attr.ib(default=3.0e-4, validator=positive_float)
+    learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
+    # Polyak rate of the target critics: target <- (1 - tau) * target + tau * online, once per update.
+    tau: float = attr.ib(default=0.005, validator=unit_interval)
+    # Initial entropy temperature alpha, for continuous actions and every discrete branch.
+    init_entcoef: float = attr.ib(default=1.0, validator=positive_float)
+    # Target entropy = -scale * continuous action dims (SAC paper: scale 1).
+    continuous_target_entropy_scale: float = attr.ib(default=1.0)
+    # Target entropy of a discrete branch = scale * log(branch size) (0.2 ~ epsilon-greedy 0.05).
+    discrete_target_entropy_scale: float = attr.ib(default=0.2, validator=unit_interval)
+    # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).
+    n_step: int = attr.ib(default=1, validator=positive_int)
+    # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
+    prioritized_replay: bool = attr.ib(default=False)
+    # Priority exponent alpha (0 = uniform).
+    per_alpha: float = attr.ib(default=0.6, validator=unit_interval)
+    # Importance-sampling exponent beta at the start; annealed linearly to 1 at max_steps.
+    per_beta: float = attr.ib(default=0.4, validator=unit_interval)
+    # Added to |TD error| so no row gets priority 0.
+    per_epsilon: float = attr.ib(default=1.0e-6, validator=positive_float)
+
+    @continuous_target_entropy_scale.validator
+    def _check_cont_scale(self, attribute: "attr.Attribute", value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -10.0 <= value <= 10.0:
+            _fail(attribute.name, value, "a number in [-10, 10]")
+
+    @prioritized_replay.validator
+    def _check_per(self, attribute: "attr.Attribute", value: Any) -> None:
+        if not isinstance(value, bool):
+            _fail(attribute.name, value, "true or false")

@@ -1,0 +1,154 @@
+"""``FastSACTrainer`` (``trainer_type: fast_sac``): sampling and batch assembly on top of the off-policy base.
+
+Intake, cadence and replay persistence live in ``OffPolicyTrainerBase``; the algorithm lives in
+``FastSACOptimizer`` and ``losses``.  This file turns sampled replay rows into a ``SACBatch``: n-step windows
+(``sequence_indices`` gives the next ``n - 1`` rows and whether they belong to the same segment), rewards per
+stream (extrinsic from the stored reward; intrinsic providers evaluated on the sampled rows), PER weights.
+"""
+from typing import Dict, List, cast
+
+import numpy as np
+
+from mlagents.torch_utils import torch
+from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
+from mlagents.trainers.policy.torch_policy import TorchPolicy
+from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
+    ExtrinsicRewardProvider,
+)
+from mlagents.trainers.torch_entities.networks import SimpleActor
+from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+from mlagents_envs.base_env import BehaviorSpec
+
+from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
+from mlagents_plugins.replay.prioritized import importance_weights
+from mlagents_plugins.sac.optimizer import FastSACOptimizer, SACBatch
+from mlagents_plugins.sac.settings import FastSACSettings
+
+TRAINER_NAME = "fast_sac"
+STAT_PER_BETA = "Replay/PER Beta"
+
+
+class FastSACTrainer(OffPolicyTrainerBase):
+    def __init__(
+        self,
+        behavior_name: str,
+        reward_buff_cap: int,
+        trainer_settings: TrainerSettings,
+        training: bool,
+        load: bool,
+        seed: int,
+        artifact_path: str,
+    ):
+        super().__init__(behavior_name, reward_buff_cap, trainer_settings, training, load, seed, artifact_path)
+        self.hyperparameters: FastSACSettings = cast(FastSACSettings, trainer_settings.hyperparameters)
+        self.optimizer: FastSACOptimizer = None  # type: ignore
+
+    @staticmethod
+    def get_trainer_name() -> str:
+        return TRAINER_NAME
+
+    @property
+    def prioritized_replay(self) -> bool:
+        return self.hyperparameters.prioritized_replay
+
+    def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TorchPolicy:
+        return TorchPolicy(
+            self.seed,
+            behavior_spec,
+            self.trainer_settings.network_settings,
+            SimpleActor,
+            {"conditional_sigma": True, "tanh_squash": True},
+        )
+
+    def create_optimizer(self) -> TorchOptimizer:
+        return FastSACOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
+
+    # ------------------------------------------------------------------ sampling
+    def per_beta(self) -> float:
+        """Importance-sampling exponent, annealed linearly from ``per_beta`` to 1 at ``max_steps``."""
+        frac = min(1.0, self._step / max(1, self.trainer_settings.max_steps))
+        b0 = self.hyperparameters.per_beta
+        return b0 + (1.0 - b0) * frac
+
+    def sample_batch(self) -> SACBatch:
+        hp = self.hyperparameters
+        replay = self.replay
+        dev = self.optimizer.device
+        spec = self.policy.behavior_spec
+        n_obs = len(spec.observation_specs)
+        weights = None
+        if hp.prioritized_replay:
+            start, probs = replay.sample_prioritized(hp.batch_size, self.rng)
+            w = importance_weights(probs, replay.size, self.per_beta())
+            weights = torch.from_numpy(np.asarray(w, dtype=np.float32)).to(dev)
+        else:
+            start = replay.sample_indices(hp.batch_size, self.rng)
+        self._last_indices = start
+        n = hp.n_step
+        if n == 1:
+            idx = start[:, None]
+            valid = np.ones((len(start), 1), dtype=bool)
+        else:
+            idx, valid = replay.sequence_indices(start, n)
+            valid = np.cumprod(valid, axis=1).astype(bool)
+        last = idx[np.arange(len(start)), valid.sum(axis=1) - 1]
+
+        head_fields = [R.obs_field(i) for i in range(n_obs)]
+        tail_fields = [R.next_obs_field(i) for i in range(n_obs)]
+        if spec.action_spec.continuous_size > 0:
+            head_fields.append(R.CONT_ACTION)
+        if spec.action_spec.discrete_size > 0:
+            head_fields += [R.DISC_ACTION, R.ACTION_MASK]
+            tail_fields.append(R.NEXT_ACTION_MASK)
+        head = replay.gather(start, head_fields)
+        tail = replay.gather(last, tail_fields)
+        window = replay.gather(idx, [R.REWARD, R.TERMINAL])  # [B, N]
+
+        rewards = self._stream_rewards(idx, window)  # [B, N, S]
+        terminal = window[R.TERMINAL].astype(np.float32)
+        use_done = np.asarray(self.optimizer.use_done, np.float32)
+        gammas = np.asarray(self.optimizer.gammas, np.float32)
+        discount = gammas * (1.0 - terminal[..., None] * use_done)
+
+        def t(x: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(x)).to(dev, non_blocking=True)
+
+        return SACBatch(
+            obs=[R.obs_to_tensor(head[R.obs_field(i)], dev) for i in range(n_obs)],
+            next_obs=[R.obs_to_tensor(tail[R.next_obs_field(i)], dev) for i in range(n_obs)],
+            cont_actions=t(head[R.CONT_ACTION]) if R.CONT_ACTION in head else None,
+            disc_actions=t(head[R.DISC_ACTION].astype(np.int64)) if R.DISC_ACTION in head else None,
+            action_mask=t(head[R.ACTION_MASK].astype(np.float32)) if R.ACTION_MASK in head else None,
+            next_action_mask=t(tail[R.NEXT_ACTION_MASK].astype(np.float32)) if R.NEXT_ACTION_MASK in tail else None,
+            r_t=t(rewards),
+            discount_t=t(discount.astype(np.float32)),
+            valid_t=t(valid),
+            weights=weights,
+        )
+
+    def _stream_rewards(self, idx: np.ndarray, window: Dict[str, np.ndarray]) -> np.ndarray:
+        """[B, N, S] rewards per stream; intrinsic providers evaluated on the window's rows (one AgentBuffer)."""
+        out: List[np.ndarray] = []
+        intrinsic_buf = None
+        for name in self.optimizer.stream_names:
+            signal = self.optimizer.reward_signals[name]
+            if isinstance(signal, ExtrinsicRewardProvider):
+                out.append(window[R.REWARD] * np.float32(signal.strength))
+            else:
+                if intrinsic_buf is None:
+                    intrinsic_buf = R.rows_to_agent_buffer(self.policy.behavior_spec, self.replay.gather(idx.reshape(-1)))
+                r = np.asarray(signal.evaluate(intrinsic_buf), np.float32) * np.float32(signal.strength)
+                out.append(r.reshape(idx.shape))
+        return np.stack(out, axis=-1).astype(np.float32, copy=False)
+
+    def update_once(self) -> Dict[str, float]:
+        batch = self.sample_batch()
+        stats, td_abs = self.optimizer.update(batch)
+        if self.hyperparameters.prioritized_replay:
+            hp = self.hyperparameters
+            pri = (td_abs.detach().cpu().numpy().astype(np.float64) + hp.per_epsilon) ** hp.per_alpha
+            self.replay.update_priorities(self._last_indices, pri)
+            stats[STAT_PER_BETA] = self.per_beta()
+        return stats

@@ -1,0 +1,83 @@
+"""Gradient routing and target updates of FastSACOptimizer on real ML-Agents networks."""
+import numpy as np
+import pytest
+import torch
+
+from helpers import make_spec, make_trainer, make_trajectory
+
+
+def _filled_trainer(tmp_path, **spec_kw):
+    spec = make_spec(**spec_kw)
+    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6)
+    rng = np.random.default_rng(1)
+    for i in range(4):
+        trainer._process_trajectory(make_trajectory(spec, 9, rng, done=i % 2 == 0))
+    return trainer
+
+
+def _grads(loss, params):
+    g = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+    return [x is not None and bool(torch.any(x != 0)) for x in g]
+
+
+@pytest.mark.parametrize("spec_kw", [dict(cont=2), dict(cont=0, branches=(3, 2)), dict(cont=1, branches=(2,))])
+def test_each_loss_reaches_only_its_own_parameters(tmp_path, spec_kw):
+    trainer = _filled_trainer(tmp_path, **spec_kw)
+    opt = trainer.optimizer
+    out = opt.compute_losses(trainer.sample_batch())
+    actor = [p for p in trainer.policy.actor.parameters() if p.requires_grad]
+    critic = opt._q_params
+    temps = ([opt.temperatures.log_alpha_cont] if spec_kw.get("cont", 2) > 0 else []) + (
+        [opt.temperatures.log_alpha_disc] if spec_kw.get("branches") else []
+    )
+    target = list(opt.q_target.parameters())
+    assert all(not p.requires_grad for p in target)
+    # critic loss: critics only (targets carry no gradient, actor not reached through detached targets)
+    for loss in (out.q1_loss, out.q2_loss):
+        assert not any(_grads(loss, actor)) and not any(_grads(loss, temps))
+        assert any(_grads(loss, critic))
+    assert any(_grads(out.q1_loss, list(opt.q.q1.parameters()))) and not any(_grads(out.q1_loss, list(opt.q.q2.parameters())))
+    # actor loss: actor only
+    assert any(_grads(out.policy_loss, actor))
+    assert not any(_grads(out.policy_loss, critic)) and not any(_grads(out.policy_loss, temps))
+    # temperature loss: temperatures only
+    assert all(_grads(out.temperature_loss, temps))
+    assert not any(_grads(out.temperature_loss, actor)) and not any(_grads(out.temperature_loss, critic))
+
+
+def test_update_moves_targets_by_polyak_only(tmp_path):
+    trainer = _filled_trainer(tmp_path, cont=2)
+    opt = trainer.optimizer
+    before_t = [p.detach().clone() for p in opt._q_target_params]
+    before_q = [p.detach().clone() for p in opt._q_params]
+    opt.update(trainer.sample_batch())
+    tau = opt.tau
+    changed = False
+    for bt, t, q, bq in zip(before_t, opt._q_target_params, opt._q_params, before_q):
+        torch.testing.assert_close(t, (1 - tau) * bt + tau * q.detach(), rtol=1e-5, atol=1e-6)
+        changed |= bool(torch.any(q != bq))
+    assert changed
+
+
+def test_temperature_rises_when_entropy_is_below_target(tmp_path):
+    trainer = _filled_trainer(tmp_path, cont=2)
+    opt = trainer.optimizer
+    opt.target_entropy_cont = 100.0  # unreachable entropy: alpha must grow
+    before = opt.temperatures.log_alpha_cont.item()
+    opt.update(trainer.sample_batch())
+    assert opt.temperatures.log_alpha_cont.item() > before
+    opt.target_entropy_cont = -100.0
+    before = opt.temperatures.log_alpha_cont.item()
+    opt.update(trainer.sample_batch())
+    assert opt.temperatures.log_alpha_cont.item() < before
+
+
+def test_stats_keys_are_reported(tmp_path):
+    from mlagents_plugins.sac import optimizer as O
+
+    trainer = _filled_trainer(tmp_path, cont=1, branches=(2,))
+    stats, td = trainer.optimizer.update(trainer.sample_batch())
+    for key in (O.STAT_POLICY_LOSS, O.STAT_Q1_LOSS, O.STAT_Q2_LOSS, O.STAT_ENTCOEF, O.STAT_LR,
+                O.STAT_CONT_ENTCOEF, O.STAT_DISC_ENTCOEF):
+        assert np.isfinite(stats[key]), key
+    assert td.shape == (16,)

@@ -1,0 +1,63 @@
+"""fast_sac settings: structuring from YAML dicts, defaults, validation messages, recurrent rejection."""
+import pytest
+
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.settings import RunOptions, TrainerSettings
+
+from helpers import make_spec, make_trainer
+from mlagents_plugins.sac.settings import FastSACSettings
+
+
+def _structure(hyper: dict, **extra) -> TrainerSettings:
+    cfg = {"behaviors": {"B": dict(trainer_type="fast_sac", hyperparameters=hyper, **extra)}}
+    return RunOptions.from_dict(cfg).behaviors["B"]
+
+
+def test_yaml_dict_structures_to_fast_sac_settings():
+    s = _structure({"batch_size": 64, "n_step": 3, "prioritized_replay": True, "steps_per_update": 2})
+    hp = s.hyperparameters
+    assert isinstance(hp, FastSACSettings)
+    assert (hp.batch_size, hp.n_step, hp.prioritized_replay) == (64, 3, True)
+    assert hp.reward_signal_steps_per_update == 2.0  # defaults to steps_per_update
+    assert FastSACSettings().tau == 0.005
+
+
+@pytest.mark.parametrize(
+    "field,value,allowed",
+    [
+        ("batch_size", 0, "an integer >= 1"),
+        ("buffer_size", -5, "an integer >= 1"),
+        ("buffer_init_steps", -1, "an integer >= 0"),
+        ("steps_per_update", 0.0, "a finite number > 0"),
+        ("reward_signal_steps_per_update", -2.0, "a finite number > 0"),
+        ("tau", 1.5, "a number in [0, 1]"),
+        ("learning_rate", 0.0, "a finite number > 0"),
+        ("init_entcoef", -0.1, "a finite number > 0"),
+        ("n_step", 0, "an integer >= 1"),
+        ("per_alpha", 2.0, "a number in [0, 1]"),
+        ("per_beta", -0.5, "a number in [0, 1]"),
+        ("discrete_target_entropy_scale", 3.0, "a number in [0, 1]"),
+        ("continuous_target_entropy_scale", 50.0, "a number in [-10, 10]"),
+        ("init_replay_from", "  ", "a replay file path or a run id"),
+    ],
+)
+def test_bad_values_name_field_value_and_allowed_range(field, value, allowed):
+    with pytest.raises(TrainerConfigError) as e:
+        _structure({field: value})
+    msg = str(e.value)
+    assert f"hyperparameters.{field}" in msg and repr(value) in msg and allowed in msg
+
+
+def test_recurrent_policy_rejected_at_start_up(tmp_path):
+    from mlagents.trainers.settings import NetworkSettings
+    from mlagents_plugins.sac.trainer import FastSACTrainer
+
+    s = _structure({"batch_size": 64}, network_settings={"memory": {"memory_size": 16, "sequence_length": 4}})
+    assert isinstance(s.network_settings.memory, NetworkSettings.MemorySettings)
+    with pytest.raises(TrainerConfigError, match="network_settings.memory.*fast_sac.*recurrent"):
+        FastSACTrainer("B", 10, s, True, False, 0, str(tmp_path / "B"))
+
+
+def test_init_replay_from_missing_file_is_a_config_error(tmp_path):
+    with pytest.raises(TrainerConfigError, match="init_replay_from.*does not exist"):
+        make_trainer(make_spec(), tmp_path, init_replay_from="no_such_run")
