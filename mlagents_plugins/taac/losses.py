@@ -14,7 +14,9 @@ MIN_SWITCH_TEMPERATURE = 1e-10
 
 
 def _check_same_shape(what: str, **tensors: torch.Tensor) -> None:
-    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if torch.jit.is_tracing():  # ONNX export: shapes are symbolic there and were checked in eager runs
+        return
+    shapes = {name: tuple(int(d) for d in t.shape) for name, t in tensors.items()}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"{what}: all inputs need the same shape, got {shapes}")
 

@@ -54,12 +54,13 @@ def _split(tau: torch.Tensor, kind: TrajectoryKind, action_size: int) -> Tuple[t
             f"trajectory of kind {kind.value!r} with action size {action_size} must have last dim "
             f"{expected}, got shape {tuple(tau.shape)}"
         )
-    return tuple(tau[..., i * action_size : (i + 1) * action_size] for i in range(num_params(kind)))
+    # torch.split/narrow on a non-negative axis: static slices the opset-9 ONNX exporter accepts.
+    return tuple(torch.split(tau, action_size, dim=tau.dim() - 1))
 
 
 def action_of(tau: torch.Tensor, action_size: int) -> torch.Tensor:
     """The action the trajectory executes now: its ``a`` block."""
-    return tau[..., :action_size]
+    return torch.narrow(tau, tau.dim() - 1, 0, action_size)
 
 
 def advance(tau_tm1: torch.Tensor, kind: TrajectoryKind, action_size: int) -> torch.Tensor:
