@@ -1,0 +1,191 @@
+"""In-process ML-Agents training on a stand-in scene, for fast learning tests.
+
+``train_in_process`` does what ``mlagents-learn`` does in ``learn.run_training`` - RunOptions from a
+config dict, TrainerFactory, TrainerController, EnvironmentParameterManager (curricula work), model
+checkpoints and ``.onnx`` export into ``output_dir/run_id`` - but drives one ``SceneEnv`` through
+``SimpleEnvManager`` in the calling process instead of Unity processes over gRPC.  Trainer plugins are
+registered through ``mlagents.plugins.trainer_type.register_trainer_plugins()`` so built-in and plugin
+trainers both work.  A ``StatsWriter`` captures every summary of the behavior
+("Environment/Cumulative Reward", "Scene/Success Rate", losses, ...) into the returned result.
+"""
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from mlagents.plugins.trainer_type import register_trainer_plugins
+from mlagents.trainers.environment_parameter_manager import EnvironmentParameterManager
+from mlagents.trainers.settings import RunOptions
+from mlagents.trainers.simple_env_manager import SimpleEnvManager
+from mlagents.trainers.stats import StatsReporter, StatsSummary, StatsWriter
+from mlagents.trainers.trainer import TrainerFactory
+from mlagents.trainers.trainer_controller import TrainerController
+from mlagents.trainers.training_status import GlobalTrainingStatus
+from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
+from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
+
+from mlagents_plugins.envs.academy import STAT_SUCCESS_RATE
+from mlagents_plugins.envs.inprocess import SceneEnv
+from mlagents_plugins.envs.scenes import scene_class
+
+STAT_CUMULATIVE_REWARD = "Environment/Cumulative Reward"
+TRAINING_STATUS_FILE = "training_status.json"
+
+
+@dataclass
+class TrainingResult:
+    behavior_name: str
+    #: (trainer step, mean episode reward) per summary that had finished episodes
+    reward_curve: List[Tuple[int, float]]
+    #: mean of the last ``final_window`` points of reward_curve (nan if no episode finished)
+    final_mean_reward: float
+    #: trainer steps at the end
+    steps: int
+    wall_seconds: float
+    #: mean "Scene/Success Rate" over the last ``final_window`` summaries that reported it (nan if none)
+    success_rate: float
+    #: output_dir/run_id: checkpoints (.pt/.onnx), the final <Behavior>.onnx, run_logs/
+    results_path: str
+    success_curve: List[Tuple[int, float]] = field(default_factory=list)
+    #: every captured summary key -> [(step, mean)]
+    stats: Dict[str, List[Tuple[int, float]]] = field(default_factory=dict)
+
+
+class _CaptureWriter(StatsWriter):
+    """Collects the summaries of one stats category (the behavior name)."""
+
+    def __init__(self, category: str):
+        self.category = category
+        self.curves: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
+
+    def write_stats(self, category: str, values: Dict[str, StatsSummary], step: int) -> None:
+        if category != self.category:
+            return
+        for key, summary in values.items():
+            if summary.num > 0:
+                self.curves[key].append((int(step), float(summary.mean)))
+
+
+class _SceneEnvManager(SimpleEnvManager):
+    """SimpleEnvManager that also forwards the scene's stats side channel, like the subprocess manager."""
+
+    def __init__(self, env: SceneEnv, env_params: EnvironmentParametersChannel, stats: StatsSideChannel):
+        super().__init__(env, env_params)
+        self._stats_channel = stats
+
+    def _with_stats(self, steps):
+        stats = self._stats_channel.get_and_reset_stats()
+        out = [s._replace(environment_stats=stats) for s in steps]
+        self.previous_step = out[-1]
+        return out
+
+    def _step(self):
+        return self._with_stats(super()._step())
+
+    def _reset_env(self, config=None):
+        return self._with_stats(super()._reset_env(config))
+
+
+def _tail_mean(curve: List[Tuple[int, float]], window: int) -> float:
+    if not curve:
+        return float("nan")
+    return float(np.mean([v for _, v in curve[-window:]]))
+
+
+def train_in_process(
+    config: Dict[str, Any],
+    scene: str,
+    *,
+    max_steps: int,
+    seed: int = 0,
+    num_areas: int = 1,
+    output_dir: str,
+    run_id: str = "run",
+    resume: bool = False,
+    environment_parameters: Optional[Dict[str, Any]] = None,
+    scene_kwargs: Optional[Dict[str, Any]] = None,
+    final_window: int = 3,
+) -> TrainingResult:
+    """Train ``config`` (one behavior's trainer settings, as in a YAML file) on ``scene``.
+
+    ``max_steps`` overrides ``config['max_steps']``; ``environment_parameters`` is the YAML section of
+    the same name (floats, samplers or curricula); ``scene_kwargs`` go to the scene (e.g.
+    ``max_episode_steps``, ``decision_period``); ``resume`` continues a run found in
+    ``output_dir/run_id`` (checkpoints and training_status.json), as ``mlagents-learn --resume``.
+    """
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps={max_steps!r} is invalid; must be a positive integer")
+    behavior = scene_class(scene).behavior_name
+    register_trainer_plugins()
+    behavior_config = dict(config)
+    behavior_config["max_steps"] = max_steps
+    options = RunOptions.from_dict(
+        {
+            "behaviors": {behavior: behavior_config},
+            "environment_parameters": environment_parameters,
+            "checkpoint_settings": {
+                "run_id": run_id,
+                "results_dir": os.path.abspath(output_dir),
+                "resume": resume,
+                "force": not resume,
+            },
+            "env_settings": {"seed": seed, "num_areas": num_areas},
+        }
+    )
+    ckpt = options.checkpoint_settings
+    write_path = ckpt.write_path
+    run_logs = ckpt.run_logs_dir
+    os.makedirs(run_logs, exist_ok=True)
+    status_file = os.path.join(run_logs, TRAINING_STATUS_FILE)
+    # GlobalTrainingStatus is process-global: start clean so runs in one process never share it.
+    GlobalTrainingStatus.saved_state.clear()
+    if resume:
+        GlobalTrainingStatus.load_state(status_file)
+
+    params_channel = EnvironmentParametersChannel()
+    stats_channel = StatsSideChannel()
+    env = SceneEnv(
+        scene, num_areas=num_areas, seed=seed, side_channels=[params_channel, stats_channel], **(scene_kwargs or {})
+    )
+    env_manager = _SceneEnvManager(env, params_channel, stats_channel)
+    param_manager = EnvironmentParameterManager(options.environment_parameters, seed, restore=resume)
+    factory = TrainerFactory(
+        trainer_config=options.behaviors,
+        output_path=write_path,
+        train_model=True,
+        load_model=resume,
+        seed=seed,
+        param_manager=param_manager,
+        init_path=None,
+        multi_gpu=False,
+    )
+    controller = TrainerController(factory, write_path, run_id, param_manager, True, seed)
+    writer = _CaptureWriter(behavior)
+    StatsReporter.add_writer(writer)
+    start = time.time()
+    try:
+        controller.start_learning(env_manager)
+    finally:
+        with StatsReporter.lock:
+            if writer in StatsReporter.writers:
+                StatsReporter.writers.remove(writer)
+        env_manager.close()
+        GlobalTrainingStatus.save_state(status_file)
+    wall = time.time() - start
+    steps = max((int(t.get_step) for t in controller.trainers.values()), default=0)
+    rewards = list(writer.curves.get(STAT_CUMULATIVE_REWARD, []))
+    success = list(writer.curves.get(STAT_SUCCESS_RATE, []))
+    return TrainingResult(
+        behavior_name=behavior,
+        reward_curve=rewards,
+        final_mean_reward=_tail_mean(rewards, final_window),
+        steps=steps,
+        wall_seconds=wall,
+        success_rate=_tail_mean(success, final_window),
+        results_path=write_path,
+        success_curve=success,
+        stats={k: list(v) for k, v in writer.curves.items()},
+    )

@@ -1,0 +1,100 @@
+"""Camera: find a goal that is only visible in a top-down camera image.
+
+An 8x8 grid rendered as a 3x24x24 RGB image (3x3 pixels per cell): dark floor, the agent in red, the
+goal in green, ``round(4 * difficulty)`` hazards in blue.  The small vector observation (2) is the
+agent's own position; the goal and hazards are only in the image.  Over gRPC the image travels
+PNG-compressed exactly like a Unity CameraSensor; pixel values are multiples of 1/255 so the
+in-process and gRPC observations are bit-identical.
+
+Action: one discrete branch of 5 (stay / up / down / left / right); moves off the grid are masked.
+Reward: +1 on reaching the goal (success), -1 on stepping on a hazard (failure), -0.01 per decision.
+Time-out after 30 decisions.
+"""
+from typing import List, Optional
+
+import numpy as np
+
+from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+
+from mlagents_plugins.envs.scenes.base import Scene
+from mlagents_plugins.envs.scenes.grid import MOVES, bfs_first_move, move_mask, sample_layout
+
+SIZE = 8
+CELL_PX = 3
+IMAGE = SIZE * CELL_PX  # 24
+MAX_HAZARDS = 4
+STEP_PENALTY = 0.01
+FLOOR = np.array([40, 40, 40], dtype=np.uint8)
+AGENT = np.array([230, 40, 40], dtype=np.uint8)
+GOAL = np.array([40, 220, 60], dtype=np.uint8)
+HAZARD = np.array([50, 70, 230], dtype=np.uint8)
+
+
+class CameraScene(Scene):
+    behavior_name = "Camera"
+    # The expert needs ~5 decisions (return ~0.95); a masked random policy scores ~ -0.6.
+    success_threshold = 0.7
+    default_max_episode_steps = 30
+
+    @property
+    def observation_specs(self) -> List[ObservationSpec]:
+        # CHW, as Unity's ObservationSpec.Visual(channels, height, width) since ML-Agents 2.0 and as
+        # mlagents' rpc_utils decodes PNGs; height and width are translation-equivariant dimensions.
+        visual = ObservationSpec(
+            (3, IMAGE, IMAGE),
+            (DimensionProperty.NONE, DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+             DimensionProperty.TRANSLATIONAL_EQUIVARIANCE),
+            ObservationType.DEFAULT,
+            "CameraSensor",
+        )
+        vector = ObservationSpec((2,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")
+        return [visual, vector]
+
+    @property
+    def action_spec(self) -> ActionSpec:
+        return ActionSpec(0, (5,))
+
+    def _allocate(self, n: int) -> None:
+        self.pos = np.zeros((n, 2), dtype=np.int64)
+        self.goal = np.zeros((n, 2), dtype=np.int64)
+        self.hazard = np.zeros((n, SIZE, SIZE), dtype=bool)
+        self._free = np.zeros((n, SIZE, SIZE), dtype=bool)  # nothing is a wall; moves only leave the grid
+
+    def _reset_agents(self, idx: np.ndarray) -> None:
+        for i in idx:
+            n_haz = int(round(MAX_HAZARDS * self.difficulty[i]))
+            self.pos[i], self.goal[i], self.hazard[i] = sample_layout(self.rng, SIZE, n_haz)
+
+    def render(self) -> np.ndarray:
+        """(n, H, W, 3) uint8 frames; x is the column, y grows upwards like a top-down camera."""
+        n = self.num_agents
+        cells = np.broadcast_to(FLOOR, (n, SIZE, SIZE, 3)).copy()  # indexed [agent, x, y]
+        cells[self.hazard] = HAZARD
+        cells[np.arange(n), self.goal[:, 0], self.goal[:, 1]] = GOAL
+        cells[np.arange(n), self.pos[:, 0], self.pos[:, 1]] = AGENT
+        rows = cells.transpose(0, 2, 1, 3)[:, ::-1]  # image row 0 = top = largest y
+        return np.repeat(np.repeat(rows, CELL_PX, axis=1), CELL_PX, axis=2)
+
+    def _observe(self) -> List[np.ndarray]:
+        image = self.render().transpose(0, 3, 1, 2).astype(np.float32) / 255.0
+        vector = (self.pos / (SIZE - 1) * 2.0 - 1.0).astype(np.float32)
+        return [image, vector]
+
+    def action_mask(self) -> Optional[List[np.ndarray]]:
+        return [move_mask(self.pos, self._free)]
+
+    def _tick(self, continuous: np.ndarray, discrete: np.ndarray):
+        n = self.num_agents
+        move = discrete[:, 0]
+        allowed = ~move_mask(self.pos, self._free)[np.arange(n), move]
+        self.pos[allowed] += MOVES[move[allowed]]
+        success = np.all(self.pos == self.goal, axis=1)
+        failure = self.hazard[np.arange(n), self.pos[:, 0], self.pos[:, 1]]
+        reward = np.where(success, 1.0, np.where(failure, -1.0, 0.0)) - STEP_PENALTY
+        return reward, success, failure
+
+    def heuristic(self) -> ActionTuple:
+        act = np.zeros((self.num_agents, 1), dtype=np.int32)
+        for i in range(self.num_agents):
+            act[i, 0] = bfs_first_move(self.pos[i], self.goal[i], self.hazard[i]) or 0
+        return ActionTuple(discrete=act)

@@ -1,0 +1,54 @@
+"""The in-process training harness: real mlagents trainers over SceneEnv."""
+import glob
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from mlagents_plugins.envs.harness import train_in_process
+from mlagents_plugins.envs.scenes import SCENES
+
+PPO = {
+    "trainer_type": "ppo",
+    "hyperparameters": {"batch_size": 256, "buffer_size": 2048, "learning_rate": 3e-4, "beta": 1e-3,
+                        "epsilon": 0.2, "lambd": 0.95, "num_epoch": 3, "learning_rate_schedule": "constant"},
+    "network_settings": {"normalize": True, "hidden_units": 64, "num_layers": 2},
+    "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
+    "summary_freq": 2000,
+    "time_horizon": 64,
+    "keep_checkpoints": 2,
+    "checkpoint_interval": 10000,
+}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_short_run_writes_models_and_curves_and_reads_parameters(tmp_path):
+    cfg = dict(PPO, summary_freq=1000)
+    res = train_in_process(cfg, "branches", max_steps=3000, output_dir=str(tmp_path), run_id="short",
+                           environment_parameters={"difficulty": 0.2})
+    assert res.behavior_name == "Branches" and res.steps >= 3000
+    assert res.results_path == os.path.join(str(tmp_path), "short")
+    assert [s for s, _ in res.reward_curve] == [1000, 2000, 3000]
+    assert np.isfinite(res.final_mean_reward) and 0.0 <= res.success_rate <= 1.0
+    assert res.stats["Scene/Difficulty"] and all(abs(v - 0.2) < 1e-6 for _, v in res.stats["Scene/Difficulty"])
+    assert os.path.isfile(os.path.join(res.results_path, "Branches.onnx"))
+    assert glob.glob(os.path.join(res.results_path, "Branches", "Branches-*.pt"))
+    # resume continues from the checkpoint instead of starting over
+    again = train_in_process(cfg, "branches", max_steps=4000, output_dir=str(tmp_path), run_id="short",
+                             resume=True, environment_parameters={"difficulty": 0.2})
+    assert [s for s, _ in again.reward_curve] == [4000]
+
+
+def test_ppo_solves_balance_within_30k_steps(tmp_path):
+    res = train_in_process(PPO, "balance", max_steps=30000, num_areas=2, output_dir=str(tmp_path))
+    assert res.final_mean_reward >= SCENES["balance"].success_threshold, res.reward_curve
+    assert res.success_rate > 0.8
+    assert res.reward_curve[0][1] < 2.0  # it really learned

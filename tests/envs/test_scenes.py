@@ -1,0 +1,246 @@
+"""Scene logic: specs, determinism, episode ends, masks, parameters, thresholds vs expert/random."""
+import numpy as np
+import pytest
+
+from mlagents_envs.base_env import ActionTuple
+from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
+from mlagents_envs.side_channel.incoming_message import IncomingMessage
+
+from mlagents_plugins.envs.params import ParameterStore
+from mlagents_plugins.envs.scenes import SCENES, scene_class
+from mlagents_plugins.envs.scenes.branches import BranchesScene
+from mlagents_plugins.envs.scenes.grid import MOVES
+
+NAMES = sorted(SCENES)
+
+
+def random_action(scene, rng, use_mask=True):
+    spec = scene.action_spec
+    n = scene.num_agents
+    cont = rng.uniform(-1, 1, (n, spec.continuous_size)).astype(np.float32)
+    disc = np.zeros((n, spec.discrete_size), dtype=np.int32)
+    masks = scene.action_mask() if use_mask else None
+    for b, size in enumerate(spec.discrete_branches):
+        for i in range(n):
+            allowed = np.arange(size) if masks is None else np.nonzero(~masks[b][i])[0]
+            disc[i, b] = rng.choice(allowed)
+    return ActionTuple(continuous=cont, discrete=disc)
+
+
+def rollout(scene, policy, decisions, seed=0):
+    rng = np.random.default_rng(seed)
+    returns, successes, obs_trace = [], [], []
+    for _ in range(decisions):
+        action = scene.heuristic() if policy == "heuristic" else random_action(scene, rng)
+        res = scene.step(action)
+        returns += list(res.episode_return[res.done])
+        successes += list(res.success[res.done])
+        obs_trace.append([o.copy() for o in scene.observe()])
+    return np.array(returns), np.array(successes), obs_trace
+
+
+def test_registry_keys_and_names():
+    assert set(SCENES) == {"balance", "branches", "camera", "hybrid", "switching"}
+    assert [SCENES[k].behavior_name for k in NAMES] == ["Balance", "Branches", "Camera", "Hybrid", "Switching"]
+    with pytest.raises(ValueError, match="scene='nope'.*allowed: balance, branches"):
+        scene_class("nope")
+
+
+@pytest.mark.parametrize("kwargs, field", [({"num_areas": 0}, "num_areas"), ({"decision_period": 0}, "decision_period"),
+                                           ({"max_episode_steps": -3}, "max_episode_steps")])
+def test_bad_constructor_arguments_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        SCENES["balance"](**kwargs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shapes_and_agents(name):
+    scene = SCENES[name](num_areas=3, seed=1)
+    assert scene.num_agents == 3 * scene.agents_per_area
+    obs = scene.observe()
+    assert [o.shape[1:] for o in obs] == [tuple(s.shape) for s in scene.observation_specs]
+    assert all(o.shape[0] == scene.num_agents and o.dtype == np.float32 for o in obs)
+    res = scene.step(random_action(scene, np.random.default_rng(0)))
+    assert res.reward.shape == (scene.num_agents,) and res.reward.dtype == np.float32
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deterministic_for_seed_and_different_across_seeds(name):
+    _, _, a = rollout(SCENES[name](num_areas=1, seed=7), "random", 60)
+    _, _, b = rollout(SCENES[name](num_areas=1, seed=7), "random", 60)
+    _, _, c = rollout(SCENES[name](num_areas=1, seed=8), "random", 60)
+    for x, y in zip(a, b):
+        for ox, oy in zip(x, y):
+            np.testing.assert_array_equal(ox, oy)
+    assert any(not np.array_equal(ox, oc) for x, z in zip(a, c) for ox, oc in zip(x, z))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_expert_beats_threshold_and_random_does_not(name):
+    cls = SCENES[name]
+    ret_h, succ_h, _ = rollout(cls(num_areas=2, seed=0), "heuristic", 400)
+    ret_r, _, _ = rollout(cls(num_areas=2, seed=0), "random", 400)
+    assert len(ret_h) >= 8 and len(ret_r) >= 8
+    assert ret_h.mean() > cls.success_threshold, (name, ret_h.mean())
+    assert succ_h.mean() > 0.9
+    assert ret_r.mean() < cls.success_threshold - 0.5, (name, ret_r.mean())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_nan_even_for_nan_or_huge_actions(name):
+    scene = SCENES[name](num_areas=1, seed=3)
+    spec = scene.action_spec
+    n = scene.num_agents
+    for value in (np.nan, np.inf, -1e30):
+        cont = np.full((n, spec.continuous_size), value, dtype=np.float32)
+        disc = np.full((n, spec.discrete_size), 10**6, dtype=np.int32)
+        for _ in range(20):
+            res = scene.step(ActionTuple(continuous=cont, discrete=disc))
+            assert np.all(np.isfinite(res.reward))
+            assert all(np.all(np.isfinite(o)) for o in scene.observe())
+
+
+def test_time_out_is_interrupted_and_restarts_episode():
+    scene = SCENES["branches"](num_areas=1, seed=0, max_episode_steps=3)
+    stay = ActionTuple(discrete=np.zeros((scene.num_agents, 2), dtype=np.int32))
+    for t in range(1, 4):
+        res = scene.step(stay)
+        if t < 3:
+            assert not res.done.any()
+    assert res.done.all() and res.interrupted.all() and not res.success.any()
+    np.testing.assert_allclose(res.episode_return, -0.03, atol=1e-6)
+    assert np.all(scene.episode_step == 0)
+
+
+def test_decision_period_repeats_the_action_and_sums_rewards():
+    one = SCENES["balance"](seed=5, decision_period=1)
+    three = SCENES["balance"](seed=5, decision_period=3)
+    act = ActionTuple(continuous=np.full((4, 2), 0.3, dtype=np.float32))
+    total = np.zeros(4)
+    for _ in range(3):
+        total += one.step(act).reward
+    res = three.step(act)
+    np.testing.assert_allclose(res.reward, total, rtol=1e-5)
+    np.testing.assert_allclose(three.observe()[0], one.observe()[0], rtol=1e-6)
+
+
+def test_balance_dynamics_by_hand():
+    scene = SCENES["balance"](seed=0)
+    scene.pos[0] = [0.2, -0.1]
+    scene.vel[0] = [0.0, 0.5]
+    scene.tilt[0] = [0.0, 0.0]
+    scene.target[0] = [0.0, 0.0]
+    act = np.zeros((4, 2), dtype=np.float32)
+    act[0] = [1.0, -0.5]
+    res = scene.step(ActionTuple(continuous=act))
+    tilt = 0.5 * 0.35 * np.array([1.0, -0.5])
+    vel = 0.98 * (np.array([0.0, 0.5]) + 0.1 * 7.0 * np.sin(tilt))
+    pos = np.array([0.2, -0.1]) + 0.1 * vel
+    np.testing.assert_allclose(scene.pos[0], pos, rtol=1e-9)
+    assert res.reward[0] == pytest.approx(0.1 * (1 - np.linalg.norm(pos)), rel=1e-5)
+
+
+def test_branches_masks_mark_exactly_the_invalid_actions():
+    scene = BranchesScene(num_areas=1, seed=2)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        move_mask, use_mask = scene.action_mask()
+        i = int(rng.integers(scene.num_agents))
+        pos, door = scene.pos[i].copy(), scene.door[i].copy()
+        for m in range(1, 5):  # naive check of each move against the grid
+            nxt = pos + MOVES[m]
+            bad = not (0 <= nxt[0] < 7 and 0 <= nxt[1] < 7) or scene.blocked[i, nxt[0], nxt[1]]
+            assert move_mask[i, m] == bad
+        assert not move_mask[i, 0]
+        assert list(use_mask[i]) == [False] + [not np.array_equal(pos, door)] * 2
+        scene.step(random_action(scene, rng))
+
+
+def test_branches_taking_a_masked_action_fails_the_episode():
+    scene = BranchesScene(num_areas=1, seed=4)
+    n = scene.num_agents
+    act = np.zeros((n, 2), dtype=np.int32)
+    move_mask, use_mask = scene.action_mask()
+    for i in range(n):
+        if use_mask[i, 1]:
+            act[i] = (0, 1)  # open away from the door
+        else:
+            act[i] = (0, 2 - scene.color[i])  # wrong key on the door
+    res = scene.step(ActionTuple(discrete=act))
+    assert res.done.all() and not res.success.any() and not res.interrupted.any()
+    np.testing.assert_allclose(res.reward, -1.01, atol=1e-6)
+
+
+def test_camera_image_shows_agent_goal_and_hazards():
+    scene = SCENES["camera"](num_areas=1, seed=0)
+    frame = scene.render()[0]
+    x, y = scene.pos[0]
+    row, col = (7 - y) * 3, x * 3
+    assert tuple(frame[row + 1, col + 1]) == (230, 40, 40)
+    gx, gy = scene.goal[0]
+    assert tuple(frame[(7 - gy) * 3, gx * 3]) == (40, 220, 60)
+    assert (frame.reshape(-1, 3) == [50, 70, 230]).all(axis=1).sum() == 9 * scene.hazard[0].sum()
+    img = scene.observe()[0][0]
+    np.testing.assert_array_equal(img * 255.0, np.round(img * 255.0))  # exactly PNG-representable
+
+
+def test_switching_reward_by_hand():
+    scene = SCENES["switching"](num_areas=1, seed=0, parameters=ParameterStore({"switch_cost": 0.5}))
+    scene.pos[0], scene.vel[0], scene.target[0] = [0.1, -0.2], [0.05, 0.0], [0.6, 0.4]
+    scene.prev_action[0] = [0.4, 0.4]
+    act = np.zeros((4, 2), dtype=np.float32)
+    act[0] = [-0.4, 1.0]
+    res = scene.step(ActionTuple(continuous=act))
+    vel = 0.85 * np.array([0.05, 0.0]) + 0.03 * np.array([-0.4, 1.0])
+    pos = np.array([0.1, -0.2]) + vel
+    before = np.hypot(0.5, 0.6)
+    after = np.hypot(*(np.array([0.6, 0.4]) - pos))
+    expected = (before - after) - 0.5 * (abs(-0.4 - 0.4) + abs(1.0 - 0.4)) / 2
+    assert res.reward[0] == pytest.approx(expected, rel=1e-5)
+    np.testing.assert_allclose(scene.observe()[0][0, 6:], [-0.4, 1.0])  # previous action is observed
+
+
+def test_switching_default_cost_follows_difficulty():
+    store = ParameterStore({"difficulty": 0.5})
+    scene = SCENES["switching"](seed=0, parameters=store)
+    np.testing.assert_allclose(scene.switch_cost, 0.02 + 0.18 * 0.5)
+
+
+def _msgs(channel):
+    return [IncomingMessage(bytes(m)) for m in channel.message_queue]
+
+
+def test_parameter_store_reads_floats_and_samplers_like_unity():
+    ch = EnvironmentParametersChannel()
+    ch.set_float_parameter("difficulty", 0.25)
+    ch.set_uniform_sampler_parameters("u", 2.0, 3.0, seed=11)
+    ch.set_gaussian_sampler_parameters("g", 10.0, 0.5, seed=12)
+    ch.set_multirangeuniform_sampler_parameters("m", [(0.0, 1.0), (5.0, 7.0)], seed=13)
+    store = ParameterStore()
+    for msg in _msgs(ch):
+        store.apply_message(msg)
+    assert store.get("difficulty", 9.0) == pytest.approx(0.25)
+    assert store.get("missing", 9.0) == 9.0
+    u = [store.get("u", 0) for _ in range(200)]
+    g = [store.get("g", 0) for _ in range(2000)]
+    m = [store.get("m", 0) for _ in range(3000)]
+    assert 2.0 <= min(u) and max(u) <= 3.0 and len(set(u)) == 200
+    assert abs(np.mean(g) - 10.0) < 0.05 and abs(np.std(g) - 0.5) < 0.05
+    assert all((0 <= v <= 1) or (5 <= v <= 7) for v in m)
+    assert abs(np.mean([v >= 5 for v in m]) - 2 / 3) < 0.05  # interval picked in proportion to width
+
+
+def test_difficulty_sampler_draws_per_episode():
+    ch = EnvironmentParametersChannel()
+    ch.set_uniform_sampler_parameters("difficulty", 0.0, 1.0, seed=3)
+    store = ParameterStore()
+    for msg in _msgs(ch):
+        store.apply_message(msg)
+    scene = SCENES["branches"](num_areas=2, seed=0, parameters=store, max_episode_steps=1)
+    scene.reset()
+    seen = set(scene.difficulty.round(6))
+    scene.step(ActionTuple(discrete=np.zeros((8, 2), dtype=np.int32)))
+    seen |= set(scene.difficulty.round(6))
+    assert len(seen) == 16
+    # obstacles follow the drawn difficulty
+    np.testing.assert_array_equal(scene.blocked.sum(axis=(1, 2)), np.round(8 * scene.difficulty))
