@@ -320,6 +320,35 @@ class ReplayBuffer:
             st["max_priority"] = self.priorities.max_priority
         return st
 
+    @classmethod
+    def from_state(cls, state: Mapping, capacity: Optional[int] = None) -> "ReplayBuffer":
+        """Rebuild a buffer from ``state()`` (copies the arrays); the in-memory twin of ``load_replay``.
+
+        ``capacity`` other than the saved one keeps the newest ``min(size, capacity)`` rows in time order at
+        ring rows ``0..m-1``, exactly like ``load_replay(..., capacity=...)``.
+        """
+        saved_cap, size = int(state["capacity"]), int(state["size"])
+        cap = saved_cap if capacity is None else int(capacity)
+        buf = cls(cap, state["fields"], prioritized=state["priorities"] is not None)
+        if cap == saved_cap:
+            keep = np.arange(size, dtype=np.int64)
+            write_pos = int(state["write_pos"])
+        else:
+            oldest = int(state["write_pos"]) if size == saved_cap else 0
+            chron = (oldest + np.arange(size, dtype=np.int64)) % saved_cap
+            keep = chron[size - min(size, cap) :]
+            write_pos = len(keep) % cap
+        m = len(keep)
+        for name, a in state["arrays"].items():
+            buf._data[name][:m] = np.asarray(a)[keep]
+        buf._segment[:m] = np.asarray(state["segments"])[keep]
+        buf.restore_counters(m, write_pos, int(state["total_added"]), int(state["segment_counter"]))
+        if buf.priorities is not None:
+            pri = np.zeros(cap)
+            pri[:m] = np.asarray(state["priorities"])[keep]
+            buf.priorities.load_state(pri, state["max_priority"])
+        return buf
+
     def restore_counters(
         self, size: int, write_pos: int, total_added: int, segment_counter: int
     ) -> None:

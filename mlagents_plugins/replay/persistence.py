@@ -80,7 +80,12 @@ def _fsync_dir(directory: str) -> None:
 
 
 def _remove_stale_tmp_files(path: str) -> None:
-    """Delete ``<path>.tmp-<pid>`` left by saves whose process died (killed mid-save)."""
+    """Delete ``<path>.tmp-<pid>`` left by saves whose process died (killed mid-save).
+
+    POSIX only: liveness is probed with ``os.kill(pid, 0)``, which on Windows would terminate the process.
+    """
+    if os.name != "posix":
+        return
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
     pattern = re.compile(re.escape(base) + r"\.tmp-(\d+)$")

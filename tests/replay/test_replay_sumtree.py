@@ -103,3 +103,13 @@ def test_importance_weights_match_naive_formula():
     np.testing.assert_allclose(SumTree.importance_weights(probs, size, 0.0), 1.0)
     with pytest.raises(ValueError, match="beta"):
         importance_weights(probs, size, 1.5)
+
+
+def test_find_never_lands_on_zero_priority_row_at_the_top_edge():
+    # mass == total (what rng.random() * total can round up to) must still pick a row with priority > 0
+    tree = SumTree(8)
+    tree.update(np.arange(8), np.array([0.1, 0.2, 0.0, 0.0, 0.3, 0.0, 0.0, 0.0]))
+    assert list(tree.find(np.array([tree.total, tree.total * (1 + 1e-12)]))) == [4, 4]
+    one = SumTree(4)
+    one.update(np.array([0]), np.array([1.0]))
+    assert list(one.find(np.array([1.0, 0.999999]))) == [0, 0]
