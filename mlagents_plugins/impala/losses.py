@@ -161,6 +161,15 @@ def _masked_mean(x: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
     return (x * mask_t).sum() / torch.clamp(mask_t.sum(), min=1.0)
 
 
+def standardize(x_t: torch.Tensor, mask_t: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``(x - mean) / std`` over real steps (padding stays 0); optional advantage normalisation."""
+    _check_time_major("x_t", x_t, mask_t.shape)
+    n = torch.clamp(mask_t.sum(), min=1.0)
+    mean = (x_t * mask_t).sum() / n
+    var = (((x_t - mean) * mask_t) ** 2).sum() / n
+    return (x_t - mean) / torch.sqrt(var + eps) * mask_t
+
+
 def policy_gradient_loss(log_pi_t: torch.Tensor, pg_advantage_t: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
     """``-mean(log pi(a_t|x_t) * A_t)`` over real steps; the advantage is a constant (paper sec. 4.2)."""
     _check_time_major("log_pi_t", log_pi_t, mask_t.shape)

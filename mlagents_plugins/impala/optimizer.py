@@ -1,0 +1,166 @@
+"""IMPALA optimizer: owns the critic, the V-trace losses and the gradient step.
+
+Per update (one batch of pieces): the learner recomputes log pi(a|x) of the stored actions and V(x)
+with its current parameters; V-trace (``losses.vtrace``) turns them, the rewards and the behaviour
+log-probabilities recorded at acting time into value targets and policy-gradient advantages, one set
+per reward stream (each with its own gamma); the total advantage is their sum (the return of the summed
+reward), and the baseline loss is the sum of the per-stream losses.
+"""
+from typing import Dict, List, NamedTuple, cast
+
+from mlagents.torch_utils import torch, default_device
+from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
+from mlagents.trainers.policy.torch_policy import TorchPolicy
+from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.torch_entities.agent_action import AgentAction
+from mlagents.trainers.torch_entities.networks import ValueNetwork
+from mlagents.trainers.torch_entities.utils import ModelUtils
+from mlagents_envs.timers import timed
+
+from mlagents_plugins.impala import losses
+from mlagents_plugins.impala.pieces import PieceBatch
+from mlagents_plugins.impala.settings import ImpalaSettings
+
+# Stats keys written by the optimizer.
+STAT_POLICY_LOSS = "Losses/Policy Loss"
+STAT_VALUE_LOSS = "Losses/Value Loss"
+STAT_ENTROPY = "Policy/Learner Entropy"
+STAT_LEARNING_RATE = "Policy/Learning Rate"
+STAT_ENTROPY_WEIGHT = "Policy/Entropy Weight"
+STAT_GRAD_NORM = "Losses/Gradient Norm"
+STAT_MEAN_RHO = "IMPALA/Mean Clipped Rho"
+STAT_FRACTION_CLIPPED = "IMPALA/Fraction Rho Clipped"
+
+
+class LossTerms(NamedTuple):
+    """The three loss terms of one batch (scalars with gradient) and the V-trace diagnostics."""
+
+    policy_loss: torch.Tensor
+    value_loss: torch.Tensor  # summed over reward streams
+    entropy_loss: torch.Tensor  # -mean entropy
+    importance: losses.ImportanceStats
+
+
+class TorchImpalaOptimizer(TorchOptimizer):
+    def __init__(self, policy: TorchPolicy, trainer_settings: TrainerSettings):
+        super().__init__(policy, trainer_settings)
+        self.hyperparameters: ImpalaSettings = cast(ImpalaSettings, trainer_settings.hyperparameters)
+        hp = self.hyperparameters
+        self.stream_names: List[str] = [key.value for key in trainer_settings.reward_signals]
+        params = list(self.policy.actor.parameters())
+        if hp.shared_critic:
+            self._critic = policy.actor  # SharedActorCritic: value heads on the policy body
+        else:
+            self._critic = ValueNetwork(
+                self.stream_names,
+                policy.behavior_spec.observation_specs,
+                network_settings=trainer_settings.network_settings,
+            )
+            self._critic.to(default_device())
+            params += list(self._critic.parameters())
+        self.decay_learning_rate = ModelUtils.DecayedValue(
+            hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
+        )
+        self.decay_entropy_weight = ModelUtils.DecayedValue(
+            hp.entropy_weight_schedule, hp.entropy_weight, 1e-5, trainer_settings.max_steps
+        )
+        if hp.optimizer == "rmsprop":
+            self.optimizer = torch.optim.RMSprop(
+                params, lr=hp.learning_rate, alpha=hp.rmsprop_alpha, eps=hp.optimizer_epsilon
+            )
+        else:
+            self.optimizer = torch.optim.Adam(params, lr=hp.learning_rate, eps=hp.optimizer_epsilon)
+        self._params = params
+
+    @property
+    def critic(self):
+        return self._critic
+
+    def _discount_t(self, name: str, batch: PieceBatch) -> torch.Tensor:
+        """gamma on every real step; 0 after a true terminal unless the signal ignores dones."""
+        signal = self.reward_signals[name]
+        discount = signal.gamma * batch.mask_t
+        if not signal.ignore_done:
+            discount = discount * (1.0 - batch.terminal_t)
+        return discount
+
+    def compute_losses(self, batch: PieceBatch) -> LossTerms:
+        """Learner forward pass and V-trace on one batch (no optimizer step)."""
+        hp = self.hyperparameters
+        T, B = batch.mask_t.shape
+        mask_t = batch.mask_t
+
+        discrete = batch.discrete_action
+        actions = AgentAction(
+            batch.continuous_action,
+            [discrete[:, i] for i in range(discrete.shape[1])] if discrete.shape[1] > 0 else None,
+        )
+        run_out = self.policy.actor.get_stats(batch.obs, actions, masks=batch.action_mask, sequence_length=1)
+        target_log_probs = run_out["log_probs"].flatten()  # [T*B, K]
+        log_pi_t = target_log_probs.sum(dim=1).reshape(T, B)
+        entropy_t = run_out["entropy"].reshape(T, B)
+        log_rho_t = losses.log_importance_ratio(target_log_probs.detach(), batch.behaviour_log_probs).reshape(T, B)
+
+        values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
+        with torch.no_grad():
+            bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
+
+        pg_advantage_t = torch.zeros_like(mask_t)
+        value_loss = torch.zeros((), device=mask_t.device)
+        for name in self.stream_names:
+            v_tm1 = values[name].reshape(T, B)
+            returns = losses.vtrace(
+                log_rho_t,
+                self._discount_t(name, batch),
+                batch.rewards[name],
+                v_tm1,
+                bootstrap[name].reshape(B),
+                mask_t,
+                rho_clip=hp.rho_clip,
+                c_clip=hp.c_clip,
+                pg_rho_clip=hp.pg_rho_clip,
+                lambda_=hp.trace_lambda,
+            )
+            pg_advantage_t = pg_advantage_t + returns.pg_advantage
+            value_loss = value_loss + losses.baseline_loss(v_tm1, returns.vs, mask_t)
+        if hp.normalize_advantage:
+            pg_advantage_t = losses.standardize(pg_advantage_t, mask_t)
+        return LossTerms(
+            policy_loss=losses.policy_gradient_loss(log_pi_t, pg_advantage_t, mask_t),
+            value_loss=value_loss,
+            entropy_loss=losses.entropy_loss(entropy_t, mask_t),
+            importance=losses.importance_stats(log_rho_t, mask_t, hp.rho_clip),
+        )
+
+    @timed
+    def update(self, batch: PieceBatch) -> Dict[str, float]:
+        """One gradient step on ``policy + value_weight * value + entropy_weight * entropy`` losses."""
+        hp = self.hyperparameters
+        step = self.policy.get_current_step()
+        lr = self.decay_learning_rate.get_value(step)
+        entropy_weight = self.decay_entropy_weight.get_value(step)
+        terms = self.compute_losses(batch)
+        loss = terms.policy_loss + hp.value_weight * terms.value_loss + entropy_weight * terms.entropy_loss
+
+        ModelUtils.update_learning_rate(self.optimizer, lr)
+        self.optimizer.zero_grad()
+        loss.backward()
+        max_norm = hp.grad_clip_norm if hp.grad_clip_norm is not None else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
+        self.optimizer.step()
+        return {
+            STAT_POLICY_LOSS: terms.policy_loss.item(),
+            STAT_VALUE_LOSS: terms.value_loss.item(),
+            STAT_ENTROPY: -terms.entropy_loss.item(),
+            STAT_LEARNING_RATE: lr,
+            STAT_ENTROPY_WEIGHT: entropy_weight,
+            STAT_GRAD_NORM: float(grad_norm),
+            STAT_MEAN_RHO: terms.importance.mean_clipped_rho,
+            STAT_FRACTION_CLIPPED: terms.importance.fraction_clipped,
+        }
+
+    def get_modules(self):
+        modules = {"Optimizer:value_optimizer": self.optimizer, "Optimizer:critic": self._critic}
+        for reward_provider in self.reward_signals.values():
+            modules.update(reward_provider.get_modules())
+        return modules

@@ -1,0 +1,213 @@
+"""Trajectory -> fixed-length pieces (IMPALA's unrolls), the learner queue, and batching to tensors.
+
+A piece is at most ``unroll_length`` consecutive steps of one agent that never cross an episode end;
+it carries the observation after its last step (``bootstrap_obs``) so V-trace can bootstrap from it.
+ML-Agents already cuts trajectories at episode ends and at ``time_horizon``, so a terminal or a
+time-out can only be the last step of a trajectory and therefore of its last piece.
+"""
+import random
+from collections import deque
+from dataclasses import dataclass
+from typing import Deque, Dict, List, NamedTuple, Optional
+
+import numpy as np
+from mlagents.torch_utils import torch, default_device
+from mlagents.trainers.buffer import AgentBuffer, BufferKey, RewardSignalUtil
+from mlagents.trainers.trajectory import ObsUtil
+
+UNKNOWN_VERSION = -1  # acting-time policy version that could not be matched
+
+
+@dataclass
+class Piece:
+    """One unroll of ``length`` steps (numpy, CPU)."""
+
+    obs: List[np.ndarray]  # per observation spec, [L, *shape]
+    bootstrap_obs: List[np.ndarray]  # per observation spec, [*shape]: the observation after the last step
+    continuous_action: np.ndarray  # [L, continuous_size], as sampled (unclipped / squashed as the policy did)
+    discrete_action: np.ndarray  # [L, num_branches]
+    action_mask: np.ndarray  # [L, sum(branches)], 1 = allowed
+    behaviour_log_probs: np.ndarray  # [L, K]: log mu per continuous dim then per branch, recorded at acting
+    rewards: Dict[str, np.ndarray]  # reward stream -> [L], already multiplied by the signal's strength
+    terminal: bool  # last step is a true episode end (not a time-out): no bootstrap
+    acting_version: np.ndarray  # [L] policy version that chose each action (UNKNOWN_VERSION if unknown)
+    source: Optional[AgentBuffer]  # the steps as an AgentBuffer, kept only for learned reward signals' updates
+    uses: int = 0  # how many updates have consumed this piece
+
+    @property
+    def length(self) -> int:
+        return len(self.behaviour_log_probs)
+
+
+def cut_trajectory(
+    buffer: AgentBuffer,
+    num_obs: int,
+    terminal: bool,
+    stream_names: List[str],
+    acting_version: np.ndarray,
+    unroll_length: int,
+    keep_source: bool = False,
+) -> List[Piece]:
+    """Cut one trajectory (``Trajectory.to_agentbuffer()`` with reward streams already filled in) into
+    pieces of ``unroll_length`` steps; the last piece may be shorter and is the only one that can be
+    ``terminal``."""
+    n = buffer.num_experiences
+    obs = [np.asarray(buffer[ObsUtil.get_name_at(i)].get_batch(), dtype=np.float32) for i in range(num_obs)]
+    next_obs = [np.asarray(buffer[ObsUtil.get_name_at_next(i)].get_batch(), dtype=np.float32) for i in range(num_obs)]
+    cont = np.asarray(buffer[BufferKey.CONTINUOUS_ACTION].get_batch(), dtype=np.float32).reshape(n, -1)
+    disc = np.asarray(buffer[BufferKey.DISCRETE_ACTION].get_batch(), dtype=np.int64).reshape(n, -1)
+    mask = np.asarray(buffer[BufferKey.ACTION_MASK].get_batch(), dtype=np.float32).reshape(n, -1)
+    log_mu = np.concatenate(
+        [
+            np.asarray(buffer[BufferKey.CONTINUOUS_LOG_PROBS].get_batch(), dtype=np.float32).reshape(n, -1),
+            np.asarray(buffer[BufferKey.DISCRETE_LOG_PROBS].get_batch(), dtype=np.float32).reshape(n, -1),
+        ],
+        axis=1,
+    )
+    rewards = {
+        name: np.asarray(buffer[RewardSignalUtil.rewards_key(name)].get_batch(), dtype=np.float32)
+        for name in stream_names
+    }
+    pieces = []
+    for start in range(0, n, unroll_length):
+        end = min(start + unroll_length, n)
+        pieces.append(
+            Piece(
+                obs=[o[start:end] for o in obs],
+                bootstrap_obs=[o[end - 1] for o in next_obs],
+                continuous_action=cont[start:end],
+                discrete_action=disc[start:end],
+                action_mask=mask[start:end],
+                behaviour_log_probs=log_mu[start:end],
+                rewards={k: v[start:end] for k, v in rewards.items()},
+                terminal=terminal and end == n,
+                acting_version=np.asarray(acting_version[start:end], dtype=np.int64),
+                source=buffer.make_mini_batch(start, end) if keep_source else None,
+            )
+        )
+    return pieces
+
+
+class PieceBatch(NamedTuple):
+    """``B`` pieces padded to ``T`` steps, on the torch device.  Per-step tensors are time-major
+    ``[T, B]``; network inputs are flattened time-major (row ``t * B + b``)."""
+
+    obs: List[torch.Tensor]  # per spec [T*B, *shape]
+    bootstrap_obs: List[torch.Tensor]  # per spec [B, *shape]
+    continuous_action: torch.Tensor  # [T*B, continuous_size]
+    discrete_action: torch.Tensor  # [T*B, num_branches] (long)
+    action_mask: torch.Tensor  # [T*B, sum(branches)]
+    behaviour_log_probs: torch.Tensor  # [T*B, K]
+    rewards: Dict[str, torch.Tensor]  # stream -> [T, B]
+    terminal_t: torch.Tensor  # [T, B]: 1 at the last step of a terminal piece
+    mask_t: torch.Tensor  # [T, B]: 1 on real steps
+    acting_version: np.ndarray  # [number of real steps]
+
+
+def _pad_time_major(arrays: List[np.ndarray], T: int, fill: float = 0.0) -> np.ndarray:
+    """Stack per-piece ``[L_b, ...]`` arrays into ``[T, B, ...]``, padding each piece at its end."""
+    B = len(arrays)
+    out = np.full((T, B) + arrays[0].shape[1:], fill, dtype=arrays[0].dtype)
+    for b, a in enumerate(arrays):
+        out[: len(a), b] = a
+    return out
+
+
+def make_batch(pieces: List[Piece], unroll_length: int) -> PieceBatch:
+    T, B = unroll_length, len(pieces)
+    device = default_device()
+
+    def flat(x: np.ndarray, dtype=torch.float32) -> torch.Tensor:
+        return torch.as_tensor(x.reshape((T * B,) + x.shape[2:]), dtype=dtype, device=device)
+
+    def tm(x: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(x, dtype=torch.float32, device=device)
+
+    mask = np.zeros((T, B), dtype=np.float32)
+    terminal = np.zeros((T, B), dtype=np.float32)
+    for b, p in enumerate(pieces):
+        mask[: p.length, b] = 1.0
+        terminal[p.length - 1, b] = float(p.terminal)
+    num_obs = len(pieces[0].obs)
+    return PieceBatch(
+        obs=[flat(_pad_time_major([p.obs[i] for p in pieces], T)) for i in range(num_obs)],
+        bootstrap_obs=[
+            torch.as_tensor(np.stack([p.bootstrap_obs[i] for p in pieces]), dtype=torch.float32, device=device)
+            for i in range(num_obs)
+        ],
+        continuous_action=flat(_pad_time_major([p.continuous_action for p in pieces], T)),
+        discrete_action=flat(_pad_time_major([p.discrete_action for p in pieces], T), dtype=torch.long),
+        # padding allows every action so the padded rows stay valid distributions
+        action_mask=flat(_pad_time_major([p.action_mask for p in pieces], T, fill=1.0)),
+        behaviour_log_probs=flat(_pad_time_major([p.behaviour_log_probs for p in pieces], T)),
+        rewards={
+            name: tm(_pad_time_major([p.rewards[name] for p in pieces], T)) for name in pieces[0].rewards
+        },
+        terminal_t=tm(terminal),
+        mask_t=tm(mask),
+        acting_version=np.concatenate([p.acting_version for p in pieces]),
+    )
+
+
+def merge_sources(pieces: List[Piece]) -> AgentBuffer:
+    """The pieces' steps as one AgentBuffer (what mlagents' reward providers update from)."""
+    merged = AgentBuffer()
+    for p in pieces:
+        if p.source is None:
+            raise ValueError("pieces were cut without keep_source=True")
+        p.source.resequence_and_append(merged, training_length=1)
+    return merged
+
+
+class PieceQueue:
+    """Learner queue: fresh pieces in arrival order plus recently used ones that may be reused.
+
+    ``max_reuse`` bounds how many updates may consume a piece (DI-engine's ``max_use``); ``capacity``
+    bounds the pieces held, dropping reusable ones first, then the oldest fresh ones.
+    """
+
+    def __init__(self, capacity: int, max_reuse: int, seed: Optional[int] = None):
+        self.capacity = capacity
+        self.max_reuse = max_reuse
+        self._fresh: Deque[Piece] = deque()
+        self._reusable: Deque[Piece] = deque()
+        self._rng = random.Random(seed)
+        self.dropped = 0  # pieces discarded unused because the queue was full
+
+    def __len__(self) -> int:
+        return len(self._fresh) + len(self._reusable)
+
+    @property
+    def num_fresh(self) -> int:
+        return len(self._fresh)
+
+    def add(self, pieces: List[Piece]) -> None:
+        self._fresh.extend(pieces)
+        while len(self) > self.capacity:
+            if self._reusable:
+                self._reusable.popleft()
+            else:
+                self._fresh.popleft()
+                self.dropped += 1
+
+    def _mark_used(self, pieces: List[Piece]) -> None:
+        for p in pieces:
+            p.uses += 1
+            if p.uses < self.max_reuse:
+                self._reusable.append(p)
+
+    def take_fresh(self, n: int) -> List[Piece]:
+        """The ``n`` oldest never-used pieces (the smallest policy lag first)."""
+        batch = [self._fresh.popleft() for _ in range(min(n, len(self._fresh)))]
+        self._mark_used(batch)
+        return batch
+
+    def sample_reusable(self, n: int) -> List[Piece]:
+        """``n`` pieces drawn uniformly, without replacement, among those used fewer than max_reuse times."""
+        if len(self._reusable) < n:
+            return []
+        chosen_idx = set(self._rng.sample(range(len(self._reusable)), n))
+        chosen = [p for i, p in enumerate(self._reusable) if i in chosen_idx]
+        self._reusable = deque(p for i, p in enumerate(self._reusable) if i not in chosen_idx)
+        self._mark_used(chosen)
+        return chosen

@@ -1,0 +1,92 @@
+"""Hyperparameters of the ``impala`` trainer (the ``hyperparameters:`` block of a trainer config).
+
+Fields keep ML-Agents' meaning where the name is shared, with two IMPALA-specific readings:
+``batch_size`` counts *pieces* (unrolls of ``unroll_length`` steps), not steps, and ``buffer_size``
+is how many pieces may wait in the learner queue (oldest dropped first).
+"""
+from typing import Optional
+
+import attr
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.settings import HyperparamSettings, ScheduleType
+
+
+OPTIMIZERS = ("adam", "rmsprop")  # rmsprop is the paper's choice
+
+
+def _error(field: str, value, allowed: str) -> TrainerConfigError:
+    return TrainerConfigError(f"impala hyperparameter '{field}' = {value!r} is invalid; allowed: {allowed}.")
+
+
+def _positive_int(instance, attribute, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _error(attribute.name, value, "an integer >= 1")
+
+
+def _positive(instance, attribute, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise _error(attribute.name, value, "a number > 0")
+
+
+def _optional_positive(instance, attribute, value) -> None:
+    if value is not None:
+        _positive(instance, attribute, value)
+
+
+def _non_negative(instance, attribute, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise _error(attribute.name, value, "a number >= 0")
+
+
+def _unit_interval(instance, attribute, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise _error(attribute.name, value, "a number in [0, 1]")
+
+
+@attr.s(auto_attribs=True)
+class ImpalaSettings(HyperparamSettings):
+    # Pieces (unrolls) per gradient step; each piece holds up to unroll_length steps.
+    batch_size: int = attr.ib(default=16, validator=_positive_int)
+    # Most pieces waiting for the learner; when exceeded the oldest are dropped.  >= batch_size.
+    buffer_size: int = attr.ib(default=512, validator=_positive_int)
+    learning_rate: float = attr.ib(default=3.0e-4, validator=_positive)
+    learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
+    # Steps per piece: trajectories are cut into pieces of this length at episode ends and every
+    # unroll_length steps; each piece keeps the observation after its last step for bootstrapping.
+    unroll_length: int = attr.ib(default=32, validator=_positive_int)
+    # rho-bar: clip of the importance weight scaling each TD error (paper eq. 1).  null = no clip.
+    rho_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
+    # c-bar: clip of the trace-cutting coefficients c_i (paper eq. 1).  null = no clip.
+    c_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
+    # Clip of the importance weight in the policy-gradient advantage (paper sec. 4.2).  null = no clip.
+    pg_rho_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
+    # lambda multiplying every c_i (paper sec. 4.2 / DI-engine lambda_); 1 = plain V-trace.
+    trace_lambda: float = attr.ib(default=1.0, validator=_unit_interval)
+    # Weight of the baseline (value) loss.
+    value_weight: float = attr.ib(default=0.5, validator=_non_negative)
+    # Weight of the entropy bonus, decayed to 1e-5 over max_steps when its schedule is linear.
+    entropy_weight: float = attr.ib(default=0.01, validator=_non_negative)
+    entropy_weight_schedule: ScheduleType = ScheduleType.CONSTANT
+    # Global gradient-norm clip; null = no clipping.
+    grad_clip_norm: Optional[float] = attr.ib(default=40.0, validator=_optional_positive)
+    # "adam" or "rmsprop" (plain string so that a typo gets a TrainerConfigError naming the field).
+    optimizer: str = attr.ib(default="adam")
+    # RMSProp smoothing constant (ignored by Adam).
+    rmsprop_alpha: float = attr.ib(default=0.99, validator=_unit_interval)
+    # Denominator epsilon of Adam/RMSProp (the paper's RMSProp uses 0.01).
+    optimizer_epsilon: float = attr.ib(default=1.0e-5, validator=_positive)
+    # True: value heads on the policy's body (SharedActorCritic); False: a separate ValueNetwork.
+    shared_critic: bool = False
+    # Standardise the V-trace advantages over each batch's real steps (not in the paper; as PPO does).
+    normalize_advantage: bool = False
+    # Each piece is used in at most this many updates (DI-engine max_use); 1 = classic IMPALA.
+    max_reuse: int = attr.ib(default=1, validator=_positive_int)
+
+    @optimizer.validator
+    def _check_optimizer(self, attribute, value) -> None:
+        if value not in OPTIMIZERS:
+            raise _error(attribute.name, value, " or ".join(repr(o) for o in OPTIMIZERS))
+
+    def __attrs_post_init__(self) -> None:
+        if self.buffer_size < self.batch_size:
+            raise _error("buffer_size", self.buffer_size, f"an integer >= batch_size ({self.batch_size})")

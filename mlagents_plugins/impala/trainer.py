@@ -1,0 +1,172 @@
+"""IMPALA trainer: intake of trajectories, cutting into pieces, batching and update cadence.
+
+The learning itself lives in ``TorchImpalaOptimizer``.  Cadence: whenever at least ``batch_size``
+never-used pieces wait in the queue, the learner takes the oldest ``batch_size`` of them for one
+gradient step, followed by ``max_reuse - 1`` steps on random batches of pieces used fewer than
+``max_reuse`` times.  Data are never discarded for being off-policy: V-trace corrects for the lag
+between the policy that acted (possibly many updates old with ``threaded: true`` and many environment
+copies) and the one learning.
+"""
+from collections import defaultdict
+from typing import Any, Dict, List, Type, Union, cast
+
+import numpy as np
+from mlagents_envs.base_env import BehaviorSpec
+from mlagents_envs.logging_util import get_logger
+from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+from mlagents.trainers.buffer import BufferKey, RewardSignalUtil
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
+from mlagents.trainers.policy.policy import Policy
+from mlagents.trainers.settings import RewardSignalType, TrainerSettings
+from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
+from mlagents.trainers.trainer.rl_trainer import RLTrainer
+from mlagents.trainers.trajectory import Trajectory
+
+from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
+from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_trajectory, make_batch, merge_sources
+from mlagents_plugins.impala.policy import ImpalaPolicy
+from mlagents_plugins.impala.settings import ImpalaSettings
+
+logger = get_logger(__name__)
+
+TRAINER_NAME = "impala"
+
+# Stats keys written by the trainer.
+STAT_POLICY_LAG = "IMPALA/Policy Lag"  # optimizer updates between acting and learning, mean over a batch
+STAT_PIECES_DROPPED = "IMPALA/Pieces Dropped"  # pieces discarded unused because the queue was full
+STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after the updates
+
+
+class ImpalaTrainer(RLTrainer):
+    def __init__(
+        self,
+        behavior_name: str,
+        reward_buff_cap: int,
+        trainer_settings: TrainerSettings,
+        training: bool,
+        load: bool,
+        seed: int,
+        artifact_path: str,
+    ):
+        if trainer_settings.network_settings.memory is not None:
+            raise TrainerConfigError(
+                f"Behavior '{behavior_name}': the impala trainer does not support recurrent policies yet "
+                f"(network_settings.memory = {trainer_settings.network_settings.memory}); allowed: "
+                "memory: null (remove the 'memory' section)."
+            )
+        super().__init__(behavior_name, trainer_settings, training, load, artifact_path, reward_buff_cap)
+        self.hyperparameters: ImpalaSettings = cast(ImpalaSettings, self.trainer_settings.hyperparameters)
+        self.seed = seed
+        self.policy: ImpalaPolicy = None  # type: ignore
+        self.optimizer: TorchImpalaOptimizer = None  # type: ignore
+        self.piece_queue = PieceQueue(self.hyperparameters.buffer_size, self.hyperparameters.max_reuse, seed)
+        # Learned reward signals (curiosity, RND, GAIL) train on the same batches as the policy.
+        self._learned_reward_signals = any(
+            key != RewardSignalType.EXTRINSIC for key in self.trainer_settings.reward_signals
+        )
+        self._reported_dropped = 0
+
+    # ---- intake -------------------------------------------------------------------------------
+    def _process_trajectory(self, trajectory: Trajectory) -> None:
+        super()._process_trajectory(trajectory)
+        agent_id = trajectory.agent_id
+        buffer = trajectory.to_agentbuffer()
+        self._warn_if_group_reward(buffer)
+        if self.is_training:
+            self.policy.actor.update_normalization(buffer)
+            if not self.hyperparameters.shared_critic:
+                self.optimizer.critic.update_normalization(buffer)
+
+        self.collected_rewards["environment"][agent_id] += np.sum(buffer[BufferKey.ENVIRONMENT_REWARDS])
+        for name, reward_signal in self.optimizer.reward_signals.items():
+            reward = reward_signal.evaluate(buffer) * reward_signal.strength
+            buffer[RewardSignalUtil.rewards_key(name)].extend(reward)
+            self.collected_rewards[name][agent_id] += np.sum(reward)
+
+        if self.should_still_train:
+            versions = self.policy.acting_versions(agent_id, [step.obs for step in trajectory.steps])
+            self.piece_queue.add(
+                cut_trajectory(
+                    buffer,
+                    num_obs=len(self.policy.behavior_spec.observation_specs),
+                    terminal=trajectory.done_reached and not trajectory.interrupted,
+                    stream_names=list(self.optimizer.reward_signals.keys()),
+                    acting_version=versions,
+                    unroll_length=self.hyperparameters.unroll_length,
+                    keep_source=self._learned_reward_signals,
+                )
+            )
+        if trajectory.done_reached:
+            self._update_end_episode_stats(agent_id, self.optimizer)
+
+    # ---- cadence ------------------------------------------------------------------------------
+    def _is_ready_update(self) -> bool:
+        return self.piece_queue.num_fresh >= self.hyperparameters.batch_size
+
+    def _update_policy(self) -> bool:
+        hp = self.hyperparameters
+        self.cumulative_returns_since_policy_update.clear()
+        update_stats: Dict[str, List[float]] = defaultdict(list)
+        while self.piece_queue.num_fresh >= hp.batch_size:
+            self._learn_on(self.piece_queue.take_fresh(hp.batch_size), update_stats)
+            for _ in range(hp.max_reuse - 1):
+                reused = self.piece_queue.sample_reusable(hp.batch_size)
+                if reused:
+                    self._learn_on(reused, update_stats)
+        for stat, values in update_stats.items():
+            self._stats_reporter.add_stat(stat, float(np.mean(values)))
+        if self.optimizer.bc_module:
+            for stat, val in self.optimizer.bc_module.update().items():
+                self._stats_reporter.add_stat(stat, val)
+        self._stats_reporter.add_stat(STAT_PIECES_DROPPED, float(self.piece_queue.dropped - self._reported_dropped))
+        self._reported_dropped = self.piece_queue.dropped
+        self._stats_reporter.add_stat(STAT_QUEUE_SIZE, float(len(self.piece_queue)))
+        return True
+
+    def _learn_on(self, pieces, update_stats: Dict[str, List[float]]) -> None:
+        batch = make_batch(pieces, self.hyperparameters.unroll_length)
+        known = batch.acting_version != UNKNOWN_VERSION
+        if np.any(known):
+            update_stats[STAT_POLICY_LAG].append(float(np.mean(self.policy.version - batch.acting_version[known])))
+        for stat, value in self.optimizer.update(batch).items():
+            update_stats[stat].append(value)
+        if self._learned_reward_signals:
+            for stat, value in self.optimizer.update_reward_signals(merge_sources(pieces)).items():
+                update_stats[stat].append(value)
+        self.policy.version += 1
+
+    # ---- policy / optimizer -------------------------------------------------------------------
+    def create_optimizer(self) -> TorchOptimizer:
+        return TorchImpalaOptimizer(self.policy, self.trainer_settings)
+
+    def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> ImpalaPolicy:
+        actor_cls: Union[Type[SimpleActor], Type[SharedActorCritic]] = SimpleActor
+        actor_kwargs: Dict[str, Any] = {"conditional_sigma": False, "tanh_squash": False}
+        if self.hyperparameters.shared_critic:
+            actor_cls = SharedActorCritic
+            actor_kwargs["stream_names"] = [key.value for key in self.trainer_settings.reward_signals]
+        return ImpalaPolicy(self.seed, behavior_spec, self.trainer_settings.network_settings, actor_cls, actor_kwargs)
+
+    def add_policy(self, parsed_behavior_id: BehaviorIdentifiers, policy: Policy) -> None:
+        if self.policy:
+            logger.warning(
+                "Your environment contains multiple teams, but the impala trainer does not support "
+                "adversarial games. Enable self-play to train adversarial games."
+            )
+        self.policy = cast(ImpalaPolicy, policy)
+        self.policies[parsed_behavior_id.behavior_id] = policy
+        self.optimizer = cast(TorchImpalaOptimizer, self.create_optimizer())
+        for name in self.optimizer.reward_signals.keys():
+            self.collected_rewards[name] = defaultdict(lambda: 0)
+        self.model_saver.register(self.policy)
+        self.model_saver.register(self.optimizer)
+        self.model_saver.initialize_or_load()
+        self._step = policy.get_current_step()
+
+    def get_policy(self, name_behavior_id: str) -> Policy:
+        return self.policy
+
+    @staticmethod
+    def get_trainer_name() -> str:
+        return TRAINER_NAME

@@ -1,0 +1,170 @@
+"""Pieces, learner queue, acting-version log, gradient routing, settings and trainer intake."""
+import numpy as np
+import pytest
+from mlagents.torch_utils import torch
+from mlagents.trainers.buffer import RewardSignalUtil
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.settings import NetworkSettings, strict_to_cls
+from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
+from mlagents_envs.base_env import DecisionSteps
+
+from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
+from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_trajectory, make_batch
+from mlagents_plugins.impala.policy import ImpalaPolicy
+from mlagents_plugins.impala.settings import ImpalaSettings
+from mlagents_plugins.impala.trainer import ImpalaTrainer
+from tests.impala.helpers import OBS_SIZE, behavior_spec, make_trajectory, trainer_settings
+
+
+def _buffer_with_rewards(traj, names=("extrinsic",)):
+    buf = traj.to_agentbuffer()
+    for name in names:
+        buf[RewardSignalUtil.rewards_key(name)].extend(np.arange(len(traj.steps), dtype=np.float32) + 0.5)
+    return buf
+
+
+@pytest.mark.parametrize("done,interrupted", [(True, False), (True, True), (False, False)])
+def test_cut_trajectory_pieces_bootstrap_and_terminal(done, interrupted):
+    spec = behavior_spec(2, (3,))
+    traj = make_trajectory(11, spec, done, interrupted, np.random.default_rng(0), obs_offset=100.0)
+    versions = np.arange(11) + 7
+    pieces = cut_trajectory(_buffer_with_rewards(traj), 1, done and not interrupted, ["extrinsic"], versions, 4)
+    assert [p.length for p in pieces] == [4, 4, 3]
+    for k, p in enumerate(pieces):
+        start = 4 * k
+        assert p.obs[0][:, 0].tolist() == [100.0 + start + i for i in range(p.length)]
+        # bootstrap observation = the observation after the piece's last step (next piece's first)
+        assert p.bootstrap_obs[0][0] == 100.0 + start + p.length
+        assert p.acting_version.tolist() == list(versions[start : start + p.length])
+        assert p.rewards["extrinsic"].tolist() == [start + i + 0.5 for i in range(p.length)]
+        np.testing.assert_allclose(
+            p.behaviour_log_probs,
+            [np.concatenate([s.action_probs.continuous, s.action_probs.discrete]) for s in traj.steps[start : start + p.length]],
+        )
+    # only a true terminal (not a time-out, not a cut) stops bootstrapping, and only on the last piece
+    assert [p.terminal for p in pieces] == [False, False, done and not interrupted]
+
+
+def test_make_batch_is_time_major_and_padded():
+    spec = behavior_spec(1, (2, 3))
+    rng = np.random.default_rng(1)
+    pieces = []
+    for n, (length, done) in enumerate([(5, False), (3, True)]):
+        traj = make_trajectory(length, spec, done, False, rng, obs_offset=10.0 * n)
+        pieces += cut_trajectory(_buffer_with_rewards(traj), 1, done, ["extrinsic"], np.zeros(length, int), 5)
+    batch = make_batch(pieces, 5)
+    assert batch.mask_t.tolist() == [[1, 1], [1, 1], [1, 1], [1, 0], [1, 0]]
+    assert batch.terminal_t[:, 1].tolist() == [0, 0, 1, 0, 0] and batch.terminal_t[:, 0].sum() == 0
+    # row t * B + b holds piece b's step t
+    assert batch.obs[0][1 * 2 + 1, 0].item() == 11.0 and batch.obs[0][4 * 2 + 0, 0].item() == 4.0
+    assert batch.bootstrap_obs[0][:, 0].tolist() == [5.0, 13.0]
+    assert torch.all(batch.action_mask[3 * 2 + 1] == 1.0)  # padding allows every action
+    assert batch.rewards["extrinsic"].shape == (5, 2)
+
+
+def test_piece_queue_fifo_reuse_bound_and_capacity():
+    spec = behavior_spec(1)
+    traj = make_trajectory(12, spec, False, False, np.random.default_rng(2))
+    pieces = cut_trajectory(_buffer_with_rewards(traj), 1, False, ["extrinsic"], np.zeros(12, int), 2)  # 6 pieces
+    queue = PieceQueue(capacity=5, max_reuse=2, seed=0)
+    queue.add(pieces)
+    assert len(queue) == 5 and queue.dropped == 1  # oldest fresh piece dropped
+    first = queue.take_fresh(2)
+    assert first == pieces[1:3]  # oldest first
+    again = queue.sample_reusable(2)
+    assert sorted(map(id, again)) == sorted(map(id, first))
+    assert all(p.uses == 2 for p in first)
+    assert queue.sample_reusable(1) == []  # used max_reuse times: gone
+    assert queue.num_fresh == 3
+
+
+def test_policy_records_acting_versions_by_observation():
+    spec = behavior_spec(2)
+    policy = ImpalaPolicy(0, spec, trainer_settings().network_settings, SimpleActor, {})
+
+    def decide(values, version):
+        policy.version = version
+        obs = np.stack([np.full(OBS_SIZE, v, dtype=np.float32) for v in values])
+        steps = DecisionSteps([obs], np.zeros(len(values), np.float32), np.arange(len(values)), None, np.zeros(len(values), np.int32), np.zeros(len(values), np.float32))
+        info = policy.get_action(steps, worker_id=3)
+        assert info.outputs["policy_version"].tolist() == [version] * len(values)
+
+    decide([0.0, 50.0], 4)
+    decide([1.0, 51.0], 5)
+    decide([2.0, 52.0], 7)
+    # agent 0 reads back its own steps; an unmatched observation gets UNKNOWN_VERSION
+    got = policy.acting_versions("agent_3-0", [[np.full(OBS_SIZE, v, np.float32)] for v in (0.0, 9.0, 2.0)])
+    assert got.tolist() == [4, UNKNOWN_VERSION, 7]
+    assert policy.acting_versions("agent_3-1", [[np.full(OBS_SIZE, 51.0, np.float32)]]).tolist() == [5]
+
+
+def _batch_for(spec, streams=("extrinsic",)):
+    rng = np.random.default_rng(3)
+    pieces = []
+    for length, done in [(6, True), (4, False), (6, False)]:
+        traj = make_trajectory(length, spec, done, False, rng, obs_offset=rng.normal())
+        pieces += cut_trajectory(_buffer_with_rewards(traj, streams), 1, done, list(streams), np.zeros(length, int), 6)
+    return make_batch(pieces, 6)
+
+
+def _grads(loss, params):
+    params = [p for p in params if p.requires_grad]  # skips mlagents' constant version/size parameters
+    grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+    return [0.0 if g is None else float(g.abs().sum()) for g in grads]
+
+
+def test_gradient_routing_separate_critic():
+    spec = behavior_spec(2, (3,))
+    settings = trainer_settings(shared_critic=False)
+    policy = ImpalaPolicy(0, spec, settings.network_settings, SimpleActor, {})
+    opt = TorchImpalaOptimizer(policy, settings)
+    terms = opt.compute_losses(_batch_for(spec))
+    actor_params, critic_params = list(policy.actor.parameters()), list(opt.critic.parameters())
+    assert sum(_grads(terms.value_loss, actor_params)) == 0.0  # value loss never moves the policy
+    assert sum(_grads(terms.value_loss, critic_params)) > 0.0
+    assert sum(_grads(terms.policy_loss, critic_params)) == 0.0  # advantages / targets carry no gradient
+    assert sum(_grads(terms.policy_loss, actor_params)) > 0.0
+    assert sum(_grads(terms.entropy_loss, critic_params)) == 0.0
+
+
+def test_gradient_routing_shared_critic_and_update_moves_parameters():
+    spec = behavior_spec(2)
+    settings = trainer_settings(streams=(("extrinsic", 0.9), ("curiosity", 0.5)), shared_critic=True)
+    policy = ImpalaPolicy(0, spec, settings.network_settings, SharedActorCritic, {"stream_names": ["extrinsic", "curiosity"]})
+    opt = TorchImpalaOptimizer(policy, settings)
+    assert opt.critic is policy.actor
+    batch = _batch_for(spec, ("extrinsic", "curiosity"))
+    terms = opt.compute_losses(batch)
+    body = list(policy.actor.network_body.parameters())
+    heads = list(policy.actor.value_heads.parameters())
+    assert sum(_grads(terms.value_loss, body)) > 0.0 and sum(_grads(terms.value_loss, heads)) > 0.0
+    assert sum(_grads(terms.policy_loss, heads)) == 0.0
+    before = [p.detach().clone() for p in policy.actor.parameters()]
+    stats = opt.update(batch)
+    assert any(not torch.equal(b, p) for b, p in zip(before, policy.actor.parameters()))
+    assert 0.0 < stats["IMPALA/Mean Clipped Rho"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("rho_clip", -1.0), ("unroll_length", 0), ("trace_lambda", 1.5), ("optimizer", "sgd"), ("max_reuse", 0), ("entropy_weight", -0.1)],
+)
+def test_settings_errors_name_field_value_and_allowed(field, value):
+    with pytest.raises(TrainerConfigError) as err:
+        strict_to_cls({field: value}, ImpalaSettings)
+    assert field in str(err.value) and repr(value) in str(err.value) and "allowed" in str(err.value)
+
+
+def test_settings_buffer_smaller_than_batch_and_unknown_field():
+    with pytest.raises(TrainerConfigError, match="buffer_size"):
+        strict_to_cls({"batch_size": 32, "buffer_size": 8}, ImpalaSettings)
+    with pytest.raises(TrainerConfigError, match="num_epoch"):
+        strict_to_cls({"num_epoch": 3}, ImpalaSettings)
+    assert strict_to_cls({"rho_clip": None, "optimizer": "rmsprop"}, ImpalaSettings).rho_clip is None
+
+
+def test_trainer_rejects_recurrent_policy(tmp_path):
+    settings = trainer_settings()
+    settings.network_settings.memory = NetworkSettings.MemorySettings(sequence_length=8, memory_size=16)
+    with pytest.raises(TrainerConfigError, match="memory"):
+        ImpalaTrainer("B", 10, settings, True, False, 0, str(tmp_path))
