@@ -13,6 +13,7 @@ TRAINER_ENTRY_POINTS = [
     "fast_sac = mlagents_plugins.sac.plugin:get_type_and_setting",
     "impala = mlagents_plugins.impala.plugin:get_type_and_setting",
     "muzero_repr = mlagents_plugins.muzero.plugin:get_type_and_setting",
+    "taac = mlagents_plugins.taac.plugin:get_type_and_setting",
 ]
 
 setup(

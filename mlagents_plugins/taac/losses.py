@@ -50,7 +50,9 @@ def switch_distribution(
     if advantage_clipping is not None:
         lo, hi = advantage_clipping
         advantage = torch.clamp(advantage, lo, hi)
-    z = advantage / torch.clamp(torch.as_tensor(temperature, dtype=advantage.dtype), min=MIN_SWITCH_TEMPERATURE)
+    if not isinstance(temperature, torch.Tensor):
+        temperature = torch.tensor(float(temperature), dtype=advantage.dtype)
+    z = advantage / torch.clamp(temperature, min=MIN_SWITCH_TEMPERATURE)
     log_p_switch = torch.nn.functional.logsigmoid(z)
     log_p_keep = torch.nn.functional.logsigmoid(-z)
     p_switch = torch.sigmoid(z)

@@ -49,7 +49,7 @@ def trajectory_size(kind: TrajectoryKind, action_size: int) -> int:
 
 def _split(tau: torch.Tensor, kind: TrajectoryKind, action_size: int) -> Tuple[torch.Tensor, ...]:
     expected = trajectory_size(kind, action_size)
-    if tau.shape[-1] != expected:
+    if not torch.jit.is_tracing() and tau.shape[-1] != expected:
         raise ValueError(
             f"trajectory of kind {kind.value!r} with action size {action_size} must have last dim "
             f"{expected}, got shape {tuple(tau.shape)}"

@@ -1,0 +1,179 @@
+"""``TaacOptimizer``: one TAAC gradient update on a batch of replayed windows.
+
+Per update (all on ``[B, L]`` windows flattened to ``N = B * L`` rows):
+
+1. Current rows ``(s_t, tau^-_t)``: sample a proposal, build ``tau_keep``/``tau_new``, the switch
+   distribution from the online critics, a fresh switch ``b~_t``, the actor loss and both entropies.
+2. Next states ``(s_{t+1}, tau^- = tau_t)``: the bootstrap value ``E_beta[Q_target]`` per reward stream.
+3. Compare-through targets per stream (``losses.compare_through_returns``) with the rollout switch OR the
+   fresh switch, the critic loss of every replica on ``Q(s_t, tau_t)``.
+4. Temperature losses; then all three Adam steps; Polyak update of the target critics every
+   ``target_update_period`` updates.
+"""
+import copy
+from typing import Dict, List, NamedTuple
+
+from mlagents.torch_utils import torch, default_device
+from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
+from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.torch_entities.utils import ModelUtils
+
+from mlagents_plugins.taac import losses, stats
+from mlagents_plugins.taac.networks import TaacActor, TaacCritic
+from mlagents_plugins.taac.policy import TaacPolicy
+from mlagents_plugins.taac.settings import TaacSettings
+
+
+class TaacBatch(NamedTuple):
+    """Replayed windows, tensors ``[B, L, ...]``."""
+
+    obs: List[torch.Tensor]
+    next_obs: List[torch.Tensor]
+    tau_prev: torch.Tensor  # [B, L, D] tau^- the rollout started the step from
+    tau: torch.Tensor  # [B, L, D] trajectory the rollout executed
+    switch: torch.Tensor  # [B, L] bool rollout switch
+    rewards: torch.Tensor  # [B, L, K] per reward stream (already scaled by strength)
+    terminal: torch.Tensor  # [B, L] bool, episode ended without time-out
+    valid: torch.Tensor  # [B, L] bool, row belongs to the window
+
+
+def _flat(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x.reshape((n,) + tuple(x.shape[2:]))
+
+
+class TaacOptimizer(TorchOptimizer):
+    def __init__(self, policy: TaacPolicy, trainer_settings: TrainerSettings):
+        super().__init__(policy, trainer_settings)
+        self.hyperparameters: TaacSettings = trainer_settings.hyperparameters  # type: ignore[assignment]
+        h = self.hyperparameters
+        self.actor: TaacActor = policy.actor
+        self.q_networks: TaacCritic = self.actor.critic
+        self.stream_names = list(self.critic.stream_names)
+        if self.stream_names != list(self.reward_signals.keys()):
+            raise ValueError(f"critic streams {self.stream_names} != reward signals {list(self.reward_signals)}")
+        self.target_critic: TaacCritic = copy.deepcopy(self.q_networks)
+        self.target_critic.requires_grad_(False)
+        self.gammas = torch.tensor([self.reward_signals[n].gamma for n in self.stream_names], dtype=torch.float32)
+        self.action_target_entropy = -h.action_target_entropy_scale * self.actor.action_size
+        self.switch_target_entropy = float(h.switch_target_entropy)
+        self.decay_learning_rate = ModelUtils.DecayedValue(
+            h.learning_rate_schedule, h.learning_rate, 1e-10, trainer_settings.max_steps
+        )
+        self.actor_optimizer = torch.optim.Adam(self.actor.actor_parameters(), lr=h.learning_rate)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=h.learning_rate)
+        self.temperature_optimizer = torch.optim.Adam(
+            [self.actor.log_alpha_action, self.actor.log_alpha_switch], lr=h.learning_rate
+        )
+        self.num_updates = 0
+        self.target_critic.to(default_device())
+
+    @property
+    def critic(self) -> TaacCritic:  # TorchOptimizer's read-only property
+        return self.q_networks
+
+    def _sync_target_normalization(self) -> None:
+        for online, target in zip(self.critic.replicas, self.target_critic.replicas):
+            target.network_body.copy_normalization(online.network_body)
+
+    def update(self, batch: TaacBatch, num_sequences: int = 0) -> Dict[str, float]:  # type: ignore[override]
+        h = self.hyperparameters
+        actor, critic = self.actor, self.critic
+        B, L = batch.valid.shape
+        n = B * L
+        obs = [_flat(o, n) for o in batch.obs]
+        next_obs = [_flat(o, n) for o in batch.next_obs]
+        tau_prev, tau = _flat(batch.tau_prev, n), _flat(batch.tau, n)
+        valid = batch.valid.reshape(n)
+        alpha_action = actor.log_alpha_action.exp().detach()
+        switch_temp = actor.log_alpha_switch.exp().detach()
+        clip = actor.advantage_clipping
+
+        # 1. Current rows: proposal, switch, actor loss (critic weights frozen: the gradient reaches x only).
+        prop = actor.propose(obs, tau_prev, deterministic=False)
+        tau_keep, tau_new = actor.switch_candidates(prop.x, tau_prev)
+        critic.requires_grad_(False)
+        try:
+            q_new = critic.total(obs, tau_new)
+        finally:
+            critic.requires_grad_(True)
+        with torch.no_grad():
+            q_keep = critic.total(obs, tau_keep)
+            dist = losses.switch_distribution(q_keep, q_new.detach(), switch_temp, clip)
+            fresh_switch = torch.rand_like(dist.p_switch) < dist.p_switch
+        actor_loss = losses.actor_loss(prop.log_pi, q_new, dist.p_switch, alpha_action, valid)
+
+        # 2. Bootstrap values at s_{t+1} with tau^- = tau_t.
+        with torch.no_grad():
+            prop_tp1 = actor.propose(next_obs, tau, deterministic=False)
+            keep_tp1, new_tp1 = actor.switch_candidates(prop_tp1.x, tau)
+            dist_tp1 = losses.switch_distribution(
+                critic.total(next_obs, keep_tp1), critic.total(next_obs, new_tp1), switch_temp, clip
+            )
+            v_tp1 = losses.expected_switch_value(
+                dist_tp1.p_switch,
+                TaacCritic.pessimistic(self.target_critic(next_obs, keep_tp1)),
+                TaacCritic.pessimistic(self.target_critic(next_obs, new_tp1)),
+            ).reshape(B, L, -1)
+
+            # 3. Compare-through targets per reward stream.
+            switch_t = batch.switch.bool() | fresh_switch.reshape(B, L)
+            not_terminal = (~batch.terminal.bool()).float()
+            returns = torch.stack(
+                [
+                    losses.compare_through_returns(
+                        batch.rewards[..., k],
+                        self.gammas[k] * not_terminal,
+                        v_tp1[..., k],
+                        switch_t,
+                        batch.terminal,
+                        batch.valid,
+                    )
+                    for k in range(len(self.stream_names))
+                ],
+                dim=-1,
+            ).reshape(n, -1)
+        q_t = critic(obs, tau)  # [R, N, K]
+        critic_loss = sum(
+            losses.critic_loss(q_t[..., k], returns[:, k], valid) for k in range(len(self.stream_names))
+        )
+
+        # 4. Temperatures (switch entropy is exact; the action entropy is estimated by -log pi).
+        temperature_loss = losses.temperature_loss(
+            actor.log_alpha_action, -prop.log_pi, self.action_target_entropy, valid
+        ) + losses.temperature_loss(actor.log_alpha_switch, dist.entropy, self.switch_target_entropy, valid)
+
+        lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
+        for opt in (self.critic_optimizer, self.actor_optimizer, self.temperature_optimizer):
+            ModelUtils.update_learning_rate(opt, lr)
+            opt.zero_grad()
+        (critic_loss + actor_loss + temperature_loss).backward()
+        for opt in (self.critic_optimizer, self.actor_optimizer, self.temperature_optimizer):
+            opt.step()
+
+        self.num_updates += 1
+        self._sync_target_normalization()
+        if self.num_updates % h.target_update_period == 0:
+            ModelUtils.soft_update(critic, self.target_critic, h.target_update_tau)
+
+        with torch.no_grad():
+            return {
+                stats.CRITIC_LOSS: float(critic_loss),
+                stats.ACTOR_LOSS: float(actor_loss),
+                stats.TEMPERATURE_LOSS: float(temperature_loss),
+                stats.ACTION_TEMPERATURE: float(actor.log_alpha_action.exp()),
+                stats.SWITCH_TEMPERATURE: float(actor.log_alpha_switch.exp()),
+                stats.KEEP_PROBABILITY: float(losses.masked_mean(1.0 - dist.p_switch, valid)),
+                stats.PROPOSAL_ADVANTAGE: float(losses.masked_mean(dist.advantage, valid)),
+                stats.LEARNING_RATE: lr,
+            }
+
+    def get_modules(self):
+        modules = {
+            "Optimizer:target_critic": self.target_critic,
+            "Optimizer:actor_optimizer": self.actor_optimizer,
+            "Optimizer:critic_optimizer": self.critic_optimizer,
+            "Optimizer:temperature_optimizer": self.temperature_optimizer,
+        }
+        for provider in self.reward_signals.values():
+            modules.update(provider.get_modules())
+        return modules

@@ -1,0 +1,115 @@
+"""``taac`` hyperparameters (the ``hyperparameters:`` block of a ``trainer_type: taac`` behavior).
+
+Extends the shared off-policy settings (batch/buffer/``steps_per_update``/replay persistence) with TAAC's
+own fields.  Every validator raises ``TrainerConfigError`` naming the field, the value and what is allowed.
+"""
+import math
+from typing import Any, List, Optional
+
+import attr
+
+from mlagents.trainers.settings import ScheduleType
+from mlagents_plugins.offpolicy.settings import (
+    OffPolicyBaseSettings,
+    _fail,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
+from mlagents_plugins.taac.trajectories import TrajectoryKind
+
+
+def _check_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    if not isinstance(value, bool):
+        _fail(attribute.name, value, "true or false")
+
+
+def _to_kind_name(value: Any) -> Any:
+    """Accept ``constant``/``linear``/``quadratic`` (any case) or a ``TrajectoryKind``; others go to the validator.
+
+    Stored as a string (not the enum) so that cattrs hands any YAML value to our validator, which names the
+    field, instead of failing inside ``Enum(value)`` with a bare ``ValueError``.
+    """
+    if isinstance(value, TrajectoryKind):
+        return value.value
+    if isinstance(value, str):
+        return value.strip().lower()
+    return value
+
+
+@attr.s(auto_attribs=True)
+class TaacSettings(OffPolicyBaseSettings):
+    # Adam step size of actor, critics and both temperatures (schedule: constant, or linear to 0 at max_steps).
+    learning_rate: float = attr.ib(default=3.0e-4, validator=positive_float)
+    learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
+    # Trajectory family: constant (TAAC, repeat the action), linear (TAAC-L), quadratic (TAAC-Q).
+    trajectory: str = attr.ib(default=TrajectoryKind.CONSTANT.value, converter=_to_kind_name)
+    # linear/quadratic only: the actor proposes the next action and the derivatives are inferred (true), or
+    # it proposes the highest derivative directly (false).
+    inverse_mode: bool = attr.ib(default=True, validator=_check_bool)
+    # Critics Q(s, tau) trained side by side; the minimum is used for the switch, the actor and the target.
+    num_critic_replicas: int = attr.ib(default=2, validator=positive_int)
+    # Polyak rate of the target critics: target <- (1 - rate) * target + rate * online ...
+    target_update_tau: float = attr.ib(default=0.005, validator=unit_interval)
+    # ... applied once every this many gradient updates.
+    target_update_period: int = attr.ib(default=1, validator=positive_int)
+    # Initial temperature of the first-stage (action proposal) policy.
+    init_action_temperature: float = attr.ib(default=0.1, validator=positive_float)
+    # Initial temperature of the second-stage switch softmax over (Q(s, tau^-), Q(s, tau_hat)).
+    init_switch_temperature: float = attr.ib(default=0.1, validator=positive_float)
+    # Target entropy of the proposal = -scale * action dims (SAC's heuristic at scale 1).
+    action_target_entropy_scale: float = attr.ib(default=1.0)
+    # Target entropy of the binary switch, in nats, in [0, ln 2); 0.23 ~ a switch that is 94% sure.
+    switch_target_entropy: float = attr.ib(default=0.23)
+    # [min, max] clip of the advantage Q(s, tau_hat) - Q(s, tau^-) inside the switch softmax, or null.
+    b1_advantage_clipping: Optional[List[float]] = attr.ib(default=None)
+    # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).
+    max_repeat_steps: int = attr.ib(default=0, validator=non_negative_int)
+    # Start each episode from a uniformly random tau^- instead of zeros (exploration; off in the paper).
+    randomize_first_state_tau: bool = attr.ib(default=False, validator=_check_bool)
+    # Length of the replayed windows the compare-through return runs along (>= 2); a batch holds
+    # ceil(batch_size / mini_batch_length) windows.
+    mini_batch_length: int = attr.ib(default=8)
+
+    @trajectory.validator
+    def _check_kind(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value not in {k.value for k in TrajectoryKind}:
+            _fail(attribute.name, value, "one of " + ", ".join(k.value for k in TrajectoryKind))
+
+    @action_target_entropy_scale.validator
+    def _check_action_entropy(self, attribute: "attr.Attribute", value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -10.0 <= value <= 10.0:
+            _fail(attribute.name, value, "a number in [-10, 10]")
+
+    @switch_target_entropy.validator
+    def _check_switch_entropy(self, attribute: "attr.Attribute", value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < math.log(2.0):
+            _fail(attribute.name, value, f"a number in [0, ln 2 = {math.log(2.0):.4f})")
+
+    @b1_advantage_clipping.validator
+    def _check_clipping(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value is None:
+            return
+        ok = (
+            isinstance(value, (list, tuple))
+            and len(value) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            and value[0] < value[1]
+        )
+        if not ok:
+            _fail(attribute.name, value, "null or a pair [min, max] of numbers with min < max")
+
+    @mini_batch_length.validator
+    def _check_length(self, attribute: "attr.Attribute", value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            _fail(attribute.name, value, "an integer >= 2 (the compare-through return needs a next step)")
+
+    @property
+    def trajectory_kind(self) -> TrajectoryKind:
+        return TrajectoryKind(self.trajectory)
+
+    @property
+    def advantage_clipping(self) -> Optional[tuple]:
+        v = self.b1_advantage_clipping
+        return None if v is None else (float(v[0]), float(v[1]))

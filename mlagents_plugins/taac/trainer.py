@@ -1,0 +1,164 @@
+"""``TaacTrainer``: TAAC on the shared off-policy base (intake, cadence, replay persistence).
+
+TAAC-specific parts: the continuous-only check at start-up, the replay layout (standard transition row +
+the rollout's ``tau^-``, ``tau``, switch and repeat count from the step record), and ``update_once``, which
+samples windows of ``mini_batch_length`` rows for the compare-through return.
+"""
+import math
+from typing import Dict, List, cast
+
+import numpy as np
+
+from mlagents.torch_utils import torch, default_device
+from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+from mlagents.trainers.buffer import AgentBuffer, BufferKey
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
+    ExtrinsicRewardProvider,
+)
+from mlagents.trainers.trajectory import Trajectory
+from mlagents_envs.base_env import BehaviorSpec
+
+from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
+from mlagents_plugins.replay.specs import FieldSpec
+from mlagents_plugins.taac import stats
+from mlagents_plugins.taac.optimizer import TaacBatch, TaacOptimizer
+from mlagents_plugins.taac.policy import StepRecord, TaacPolicy
+from mlagents_plugins.taac.settings import TaacSettings
+from mlagents_plugins.taac.trajectories import trajectory_size
+
+TRAINER_NAME = "taac"
+
+TAU_PREV = "tau_prev"
+TAU = "tau"
+SWITCH = "switch"
+REPEATS = "repeats"
+
+
+class TaacTrainer(OffPolicyTrainerBase):
+    def __init__(
+        self,
+        behavior_name: str,
+        reward_buff_cap: int,
+        trainer_settings: TrainerSettings,
+        training: bool,
+        load: bool,
+        seed: int,
+        artifact_path: str,
+    ):
+        super().__init__(behavior_name, reward_buff_cap, trainer_settings, training, load, seed, artifact_path)
+        self.hyperparameters: TaacSettings = cast(TaacSettings, trainer_settings.hyperparameters)
+        self.behavior_name = behavior_name
+        self.optimizer: TaacOptimizer = None  # type: ignore[assignment]
+
+    @staticmethod
+    def get_trainer_name() -> str:
+        return TRAINER_NAME
+
+    # ------------------------------------------------------------------ policy / optimizer
+    def _check_action_spec(self, behavior_spec: BehaviorSpec) -> None:
+        a = behavior_spec.action_spec
+        if a.discrete_size > 0 or a.continuous_size == 0:
+            raise TrainerConfigError(
+                f"trainer_type 'taac' supports continuous actions only, but behavior '{self.behavior_name}' has "
+                f"{a.continuous_size} continuous action(s) and discrete branches {tuple(a.discrete_branches)}; "
+                "use fast_sac or sac for discrete or hybrid action spaces."
+            )
+
+    def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TaacPolicy:
+        self._check_action_spec(behavior_spec)
+        h = self.hyperparameters
+        actor_kwargs = dict(
+            stream_names=[s.value for s in self.trainer_settings.reward_signals.keys()],
+            kind=h.trajectory_kind,
+            inverse_mode=h.inverse_mode,
+            num_critic_replicas=h.num_critic_replicas,
+            max_repeat_steps=h.max_repeat_steps,
+            advantage_clipping=h.advantage_clipping,
+            init_action_temperature=h.init_action_temperature,
+            init_switch_temperature=h.init_switch_temperature,
+        )
+        return TaacPolicy(
+            self.seed,
+            behavior_spec,
+            self.trainer_settings.network_settings,
+            actor_kwargs,
+            randomize_first_state_tau=h.randomize_first_state_tau,
+        )
+
+    def create_optimizer(self) -> TaacOptimizer:
+        return TaacOptimizer(cast(TaacPolicy, self.policy), self.trainer_settings)
+
+    # ------------------------------------------------------------------ replay layout / intake
+    def _tau_size(self, spec: BehaviorSpec) -> int:
+        return trajectory_size(self.hyperparameters.trajectory_kind, spec.action_spec.continuous_size)
+
+    def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
+        fields = R.transition_fields(spec)
+        d = self._tau_size(spec)
+        fields[TAU_PREV] = FieldSpec((d,), "float32")
+        fields[TAU] = FieldSpec((d,), "float32")
+        fields[SWITCH] = FieldSpec((), "bool")
+        fields[REPEATS] = FieldSpec((), "float32")
+        return fields
+
+    def trajectory_to_rows(self, trajectory: Trajectory, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
+        spec = self.policy.behavior_spec
+        rows = R.trajectory_to_rows(spec, trajectory, agent_buffer)
+        rec = StepRecord.unpack(np.asarray(agent_buffer[BufferKey.CONTINUOUS_LOG_PROBS]), self._tau_size(spec))
+        rows[TAU_PREV], rows[TAU], rows[SWITCH], rows[REPEATS] = rec.tau_prev, rec.tau, rec.switch, rec.repeats
+        self._report_rollout_stats(rec, trajectory.done_reached)
+        return rows
+
+    def _report_rollout_stats(self, rec: StepRecord, done: bool) -> None:
+        # A run ends where the next step switched, and at the episode's end.
+        ends = list(rec.repeats[:-1][rec.switch[1:]])
+        if done:
+            ends.append(rec.repeats[-1])
+        if ends:
+            self._stats_reporter.add_stat(stats.MEAN_REPEAT_LENGTH, float(np.mean(ends)))
+        self._stats_reporter.add_stat(stats.ROLLOUT_KEEP_FRACTION, float(np.mean(~rec.switch)))
+
+    # ------------------------------------------------------------------ update
+    def _stream_rewards(self, flat_rows: Dict[str, np.ndarray]) -> np.ndarray:
+        """``[N, K]`` rewards of each reward stream (scaled by its strength), evaluated on replayed rows."""
+        signals = self.optimizer.reward_signals
+        agent_buffer = None
+        cols: List[np.ndarray] = []
+        for name in self.optimizer.stream_names:
+            signal = signals[name]
+            if isinstance(signal, ExtrinsicRewardProvider):
+                r = flat_rows[R.REWARD]
+            else:
+                if agent_buffer is None:
+                    agent_buffer = R.rows_to_agent_buffer(self.policy.behavior_spec, flat_rows)
+                r = signal.evaluate(agent_buffer)
+            cols.append(np.asarray(r, np.float32) * signal.strength)
+        return np.stack(cols, axis=-1)
+
+    def sample_batch(self) -> TaacBatch:
+        h = self.hyperparameters
+        length = h.mini_batch_length
+        n_seq = int(math.ceil(h.batch_size / length))
+        starts = self.replay.sample_sequence_starts(n_seq, length, self.rng)
+        idx, valid = self.replay.sequence_indices(starts, length)
+        rows = self.replay.gather(idx)
+        flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in rows.items()}
+        rewards = self._stream_rewards(flat).reshape(n_seq, length, -1)
+        device = default_device()
+        n_obs = len(self.policy.behavior_spec.observation_specs)
+        return TaacBatch(
+            obs=R.gather_obs(rows, n_obs, False, device),
+            next_obs=R.gather_obs(rows, n_obs, True, device),
+            tau_prev=torch.as_tensor(rows[TAU_PREV], device=device),
+            tau=torch.as_tensor(rows[TAU], device=device),
+            switch=torch.as_tensor(rows[SWITCH], device=device),
+            rewards=torch.as_tensor(rewards, device=device),
+            terminal=torch.as_tensor(rows[R.TERMINAL], device=device),
+            valid=torch.as_tensor(valid, device=device),
+        )
+
+    def update_once(self) -> Dict[str, float]:
+        return self.optimizer.update(self.sample_batch())

@@ -1,0 +1,135 @@
+"""Settings, start-up checks, one optimizer update, and replay rows recorded by a real in-process run."""
+import os
+
+import numpy as np
+import pytest
+from mlagents.torch_utils import torch
+from mlagents.trainers.exception import TrainerConfigError
+from mlagents.trainers.settings import RunOptions, TrainerSettings
+from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
+
+from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.taac import stats
+from mlagents_plugins.taac.optimizer import TaacBatch
+from mlagents_plugins.taac.settings import TaacSettings
+from mlagents_plugins.taac.trainer import REPEATS, SWITCH, TAU, TAU_PREV, TaacTrainer
+from mlagents_plugins.taac.trajectories import TrajectoryKind, advance
+
+
+def run_options(hyper):
+    return RunOptions.from_dict(
+        {"behaviors": {"Ball": {"trainer_type": "taac", "hyperparameters": hyper, "network_settings": {"hidden_units": 16}}}}
+    )
+
+
+def test_yaml_settings_structure_and_errors():
+    opts = run_options({"trajectory": "quadratic", "inverse_mode": False, "mini_batch_length": 3, "max_repeat_steps": 5,
+                        "b1_advantage_clipping": [-0.5, 2.0], "batch_size": 64})
+    h = opts.behaviors["Ball"].hyperparameters
+    assert isinstance(h, TaacSettings)
+    assert h.trajectory_kind == TrajectoryKind.QUADRATIC and h.inverse_mode is False
+    assert (h.mini_batch_length, h.max_repeat_steps, h.batch_size, h.advantage_clipping) == (3, 5, 64, (-0.5, 2.0))
+    for bad, field in [({"mini_batch_length": 1}, "mini_batch_length"), ({"trajectory": "cubic"}, "trajectory"),
+                       ({"num_critic_replicas": 0}, "num_critic_replicas"), ({"target_update_tau": 1.5}, "target_update_tau"),
+                       ({"b1_advantage_clipping": [1.0]}, "b1_advantage_clipping")]:
+        with pytest.raises(TrainerConfigError, match=field):
+            run_options(bad)
+
+
+def obs_spec(n):
+    return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "obs")
+
+
+def make_trainer(tmp_path, **hyper):
+    settings = TrainerSettings(
+        trainer_type="taac", hyperparameters=TaacSettings(**hyper), max_steps=1000
+    )
+    settings.network_settings.hidden_units = 16
+    return TaacTrainer("Ball?team=0", 1, settings, True, False, 0, str(tmp_path))
+
+
+@pytest.mark.parametrize("action_spec", [ActionSpec(0, (3,)), ActionSpec(2, (2,))])
+def test_discrete_or_hybrid_behavior_is_refused_at_start_up(tmp_path, action_spec):
+    trainer = make_trainer(tmp_path)
+    with pytest.raises(TrainerConfigError, match=r"Ball\?team=0.*discrete branches \((3|2),\)"):
+        trainer.create_policy(None, BehaviorSpec([obs_spec(4)], action_spec))
+
+
+def synthetic_batch(trainer, B=6, L=4, seed=0):
+    rng = np.random.default_rng(seed)
+    d = trainer.policy.actor.tau_size
+    f = lambda *s: torch.as_tensor(rng.uniform(-1, 1, size=s), dtype=torch.float32)
+    valid = torch.ones(B, L, dtype=torch.bool)
+    valid[0, 2:] = False
+    return TaacBatch(
+        obs=[f(B, L, 4)], next_obs=[f(B, L, 4)], tau_prev=f(B, L, d), tau=f(B, L, d),
+        switch=torch.as_tensor(rng.random((B, L)) < 0.4), rewards=f(B, L, 1),
+        terminal=torch.as_tensor(rng.random((B, L)) < 0.1), valid=valid,
+    )
+
+
+def test_optimizer_update_moves_every_part_and_polyak_target(tmp_path):
+    torch.manual_seed(0)
+    trainer = make_trainer(tmp_path, trajectory="linear", target_update_tau=0.25, learning_rate=1e-2)
+    spec = BehaviorSpec([obs_spec(4)], ActionSpec.create_continuous(2))
+    trainer.policy = trainer.create_policy(None, spec)
+    opt = trainer.create_optimizer()
+    actor = trainer.policy.actor
+    before = {k: v.clone() for k, v in actor.state_dict().items()}
+    target_before = [p.clone() for p in opt.target_critic.parameters()]
+    out = opt.update(synthetic_batch(trainer))
+    for key in (stats.CRITIC_LOSS, stats.ACTOR_LOSS, stats.KEEP_PROBABILITY, stats.SWITCH_TEMPERATURE):
+        assert np.isfinite(out[key])
+    after = actor.state_dict()
+    changed = lambda prefix: any(not torch.equal(before[k], after[k]) for k in before if k.startswith(prefix))
+    assert changed("network_body") and changed("distribution") and changed("critic.replicas.0") and changed("critic.replicas.1")
+    assert not torch.equal(before["log_alpha_action"], after["log_alpha_action"])
+    assert not torch.equal(before["log_alpha_switch"], after["log_alpha_switch"])
+    for p_old, p_t, p_on in zip(target_before, opt.target_critic.parameters(), opt.critic.parameters()):
+        torch.testing.assert_close(p_t, 0.75 * p_old + 0.25 * p_on)
+
+
+def test_critic_loss_falls_on_a_fixed_batch(tmp_path):
+    torch.manual_seed(1)
+    trainer = make_trainer(tmp_path, learning_rate=3e-3)
+    trainer.policy = trainer.create_policy(None, BehaviorSpec([obs_spec(4)], ActionSpec.create_continuous(2)))
+    opt = trainer.create_optimizer()
+    batch = synthetic_batch(trainer, seed=3)
+    losses = [opt.update(batch)[stats.CRITIC_LOSS] for _ in range(60)]
+    assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+
+
+def test_replay_rows_are_what_acting_saw(tmp_path):
+    """Short real run (in-process balance scene); the saved replay must follow the rollout rules."""
+    from mlagents_plugins.envs.harness import train_in_process
+    from mlagents_plugins.replay.persistence import load_replay
+
+    torch.set_num_threads(1)
+    cfg = {
+        "trainer_type": "taac",
+        "hyperparameters": {"batch_size": 32, "buffer_size": 5000, "buffer_init_steps": 600, "steps_per_update": 8.0,
+                            "trajectory": "linear", "max_repeat_steps": 3, "mini_batch_length": 3,
+                            "save_replay_buffer": True, "init_switch_temperature": 1.0},
+        "network_settings": {"hidden_units": 16, "num_layers": 1},
+        "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
+        "time_horizon": 16, "summary_freq": 400, "checkpoint_interval": 100000,
+    }
+    res = train_in_process(cfg, "balance", max_steps=800, seed=0, output_dir=str(tmp_path))
+    assert res.steps >= 800
+    assert stats.MEAN_REPEAT_LENGTH in res.stats and stats.CRITIC_LOSS in res.stats
+    replay, _ = load_replay(os.path.join(res.results_path, res.behavior_name, "replay_buffer.mlreplay"))
+    order = replay.chronological_indices()
+    rows = replay.gather(order)
+    seg = replay.segment_ids(order)
+    a = rows[R.CONT_ACTION]
+    np.testing.assert_allclose(rows[TAU][:, :2], a, atol=1e-6)  # the action is the trajectory's a
+    kept = ~rows[SWITCH]
+    assert 0.05 < kept.mean() < 0.95
+    np.testing.assert_allclose(
+        rows[TAU][kept], advance(torch.as_tensor(rows[TAU_PREV][kept]), TrajectoryKind.LINEAR, 2).numpy(), atol=1e-6
+    )
+    same = seg[1:] == seg[:-1]
+    np.testing.assert_allclose(rows[TAU_PREV][1:][same], rows[TAU][:-1][same], atol=1e-6)
+    rep = rows[REPEATS]
+    np.testing.assert_array_equal(rep[1:][same], np.where(rows[SWITCH][1:][same], 1.0, rep[:-1][same] + 1))
+    assert rep.max() <= 3  # max_repeat_steps enforced during rollout
