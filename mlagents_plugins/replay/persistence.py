@@ -303,6 +303,7 @@ def load_replay(
     path: PathLike,
     expected_fields: Optional[Mapping[str, FieldSpec]] = None,
     capacity: Optional[int] = None,
+    prioritized: Optional[bool] = None,
 ) -> Tuple[ReplayBuffer, dict]:
     """Load a file written by ``save_replay``; returns ``(buffer, extra)``.
 
@@ -313,10 +314,15 @@ def load_replay(
     position and counters).  A different capacity keeps the newest ``min(size, capacity)`` rows in time
     order, placed at ring rows ``0..m-1`` (``write_pos = m % capacity``), with their segment ids and
     priorities; ``total_added`` and ``segment_counter`` keep counting from the saved values.
+
+    ``prioritized``: ``None`` keeps the file's choice; ``True`` on a file without priorities gives every
+    row the initial max priority 1.0 (as if just added); ``False`` drops the file's priorities.
     """
     path = os.fspath(path)
     if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1):
         raise ValueError(f"load_replay: capacity must be a positive int or None, got {capacity!r}")
+    if prioritized is not None and not isinstance(prioritized, bool):
+        raise ValueError(f"load_replay: prioritized must be True, False or None, got {prioritized!r}")
     f, file_size = _open(path)
     with f:
         header, head_bytes = _read_header(f, path, file_size)
@@ -324,7 +330,8 @@ def load_replay(
         fields = {name: FieldSpec.from_json(s) for name, s in header["fields"].items()}
         saved_cap, size = header["capacity"], header["size"]
         same_layout = capacity is None or capacity == saved_cap
-        target = ReplayBuffer(saved_cap if same_layout else capacity, fields, prioritized=header["prioritized"])
+        want_priorities = header["prioritized"] if prioritized is None else prioritized
+        target = ReplayBuffer(saved_cap if same_layout else capacity, fields, prioritized=want_priorities)
         # Same capacity: read straight into the preallocated arrays (no copy).  Otherwise into temporaries.
         dest: Dict[str, np.ndarray] = {}
         for name in fields:
@@ -354,18 +361,26 @@ def load_replay(
     try:
         if same_layout:
             target.restore_counters(size, header["write_pos"], header["total_added"], header["segment_counter"])
-            if header["prioritized"]:
-                pri = np.zeros(saved_cap)
-                pri[:size] = dest["priorities"]
-                target.priorities.load_state(pri, header["max_priority"])
+            keep = np.arange(size, dtype=np.int64)
         else:
-            _restore_resized(target, header, dest, fields)
+            keep = _restore_resized(target, header, dest, fields)
+        # ring row j < len(keep) of ``target`` holds the file's row keep[j]
+        if target.priorities is not None:
+            if header["prioritized"]:
+                pri = np.zeros(target.capacity)
+                pri[: len(keep)] = dest["priorities"][keep]
+                target.priorities.load_state(pri, header["max_priority"])
+            else:
+                target.priorities.set_to_max(np.arange(len(keep)))
     except ValueError as e:
         raise ReplayFileError(f"replay file {path!r} has inconsistent contents: {e}") from e
     return target, header["extra"]
 
 
-def _restore_resized(target: ReplayBuffer, header: dict, dest: Dict[str, np.ndarray], fields: ReplaySpec) -> None:
+def _restore_resized(
+    target: ReplayBuffer, header: dict, dest: Dict[str, np.ndarray], fields: ReplaySpec
+) -> np.ndarray:
+    """Copy the newest rows into ``target`` ring rows ``0..m-1``; returns the file rows used, in order."""
     saved_cap, size, cap = header["capacity"], header["size"], target.capacity
     oldest = header["write_pos"] if size == saved_cap else 0
     chron = (oldest + np.arange(size, dtype=np.int64)) % saved_cap
@@ -375,10 +390,7 @@ def _restore_resized(target: ReplayBuffer, header: dict, dest: Dict[str, np.ndar
         target.field_array(name)[:m] = dest[f"field:{name}"][keep]
     target.segment_array()[:m] = dest["segments"][keep]
     target.restore_counters(m, m % cap, header["total_added"], header["segment_counter"])
-    if header["prioritized"]:
-        pri = np.zeros(cap)
-        pri[:m] = dest["priorities"][keep]
-        target.priorities.load_state(pri, header["max_priority"])
+    return keep
 
 
 def inspect_replay(path: PathLike, verify: bool = False) -> dict:

@@ -266,3 +266,24 @@ def test_from_state_matches_load_replay(tmp_path, capacity):
     # a copy: changing the original does not change the rebuilt buffer
     buf.add(rows(900, 4))
     assert from_mem.total_added == 45
+
+
+@pytest.mark.parametrize("capacity", [None, 6])
+def test_load_switches_priorities_on_and_off(tmp_path, capacity):
+    plain = filled(12, [5, 4, 6])
+    with_pri = filled(12, [5, 4, 6], prioritized=True)
+    save_replay(tmp_path / "plain", plain)
+    save_replay(tmp_path / "pri", with_pri)
+    on, _ = load_replay(tmp_path / "plain", capacity=capacity, prioritized=True)
+    m = on.size
+    assert on.prioritized and on.priorities.max_priority == 1.0
+    np.testing.assert_array_equal(on.priorities.priorities()[:m], np.ones(m))
+    np.testing.assert_array_equal(on.priorities.priorities()[m:], np.zeros(on.capacity - m))
+    off, _ = load_replay(tmp_path / "pri", capacity=capacity, prioritized=False)
+    assert not off.prioritized
+    ref, _ = load_replay(tmp_path / "plain", capacity=capacity)
+    assert_same(ref, off)
+    kept, _ = load_replay(tmp_path / "pri", capacity=capacity)
+    assert kept.prioritized and kept.priorities.max_priority == with_pri.priorities.max_priority
+    with pytest.raises(ValueError, match="prioritized"):
+        load_replay(tmp_path / "pri", prioritized="yes")
