@@ -8,15 +8,22 @@ import time
 import numpy as np
 import pytest
 
+import mlagents_plugins
 from mlagents_plugins.replay import FieldSpec, ReplayBuffer
 from mlagents_plugins.replay import persistence
 from mlagents_plugins.replay.persistence import inspect_replay, load_replay, save_replay
 
 SPECS = {"obs": FieldSpec((8,), "float32"), "reward": FieldSpec((), "float32"), "done": FieldSpec((), "bool")}
+PKG_DIR = os.path.dirname(os.path.abspath(mlagents_plugins.__file__))
 BIG = 400_000  # ~15 MB per save: each save takes long enough to be killed in the middle
 
+# The child loads the replay modules without running ``mlagents_plugins/__init__`` (which imports torch for
+# the ONNX export fix, ~2 s per process on the shared cores); the replay package does not depend on it.
 CHILD = r"""
-import sys
+import sys, types
+pkg = types.ModuleType("mlagents_plugins")
+pkg.__path__ = [sys.argv[3]]
+sys.modules["mlagents_plugins"] = pkg
 import numpy as np
 from mlagents_plugins.replay import FieldSpec, ReplayBuffer
 from mlagents_plugins.replay.persistence import save_replay
@@ -61,7 +68,7 @@ def test_sigkill_during_save_keeps_previous_file(tmp_path):
     killed_mid_save = 0
     for delay in (0.0, 0.02, 0.07, 0.15, 0.3):
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(path), str(BIG)], stdout=subprocess.PIPE, env=env, cwd=os.getcwd()
+            [sys.executable, "-c", CHILD, str(path), str(BIG), PKG_DIR], stdout=subprocess.PIPE, env=env, cwd=os.getcwd()
         )
         try:
             assert child.stdout.readline().strip() == b"ready"
