@@ -12,6 +12,7 @@ This is what Unity's Academy + Agents do around the scene logic, written once so
 * every episode end sends ``Scene/Success Rate`` (1 or 0, averaged) and ``Scene/Difficulty`` through
   the stats side channel, so they show up in mlagents summaries and TensorBoard.
 """
+import logging
 import struct
 import uuid
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
@@ -19,7 +20,6 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 import numpy as np
 
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec
-from mlagents_envs.logging_util import get_logger
 from mlagents_envs.side_channel.default_training_analytics_side_channel import (
     DefaultTrainingAnalyticsSideChannel,
 )
@@ -32,7 +32,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 from mlagents_plugins.envs.params import ParameterStore
 from mlagents_plugins.envs.scenes import Scene, scene_class
 
-logger = get_logger(__name__)
+logger = logging.getLogger(__name__)
 
 STAT_SUCCESS_RATE = "Scene/Success Rate"
 STAT_DIFFICULTY = "Scene/Difficulty"
@@ -140,6 +140,8 @@ class Academy:
             self.engine_config["capture_frame_rate"] = msg.read_int32()
         else:
             logger.warning(f"unknown engine configuration type {kind}")
+            return
+        logger.info(f"engine configuration: {self.engine_config}")
 
     def outgoing_side_channels(self) -> bytes:
         """Stats queued since the last call, in the stats channel format, and clear the queue."""

@@ -1,0 +1,61 @@
+"""Shared helpers for the stand-in tests: launchers in a temp dir, free ports, the editor port."""
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mlagents_plugins.envs.standin import write_builds
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EDITOR_PORT = 5004
+
+
+def port_is_free(port: int) -> bool:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as mlagents' RpcCommunicator.check_port
+    try:
+        s.bind(("localhost", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_base_port(count: int = 1) -> int:
+    """A base port with ``count`` consecutive free ports, picked at random so parallel runs do not collide."""
+    rng = random.Random(os.getpid() ^ time.time_ns())
+    for _ in range(200):
+        base = rng.randrange(20000, 60000 - count)
+        if all(port_is_free(base + i) for i in range(count)):
+            return base
+    raise RuntimeError("no free port range found")
+
+
+def wait_for_editor_port(seconds: float = 15.0) -> None:
+    """Editor mode always uses 5004: wait briefly for a busy 5004, else skip (never hang or steal it)."""
+    deadline = time.time() + seconds
+    while not port_is_free(EDITOR_PORT):
+        if time.time() > deadline:
+            pytest.skip(f"port {EDITOR_PORT} (the editor port) is busy with another run; skipping editor-mode test")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("builds")
+    write_builds(str(directory))
+    return str(directory)
+
+
+def standin_cmd(*args: str):
+    return [sys.executable, "-m", "mlagents_plugins.envs.standin", *args]
+
+
+def popen_standin(*args: str, log_path: str) -> subprocess.Popen:
+    return subprocess.Popen(standin_cmd(*args, "-logFile", log_path), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
