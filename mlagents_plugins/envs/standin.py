@@ -142,8 +142,16 @@ def _seconds(name: str):
     return parse
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that also writes usage errors to the player log (mlagents hides our stderr)."""
+
+    def error(self, message: str):
+        logger.error(f"bad arguments: {message}")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="mlagents-plugins-scene",
         description="Headless stand-in for a Unity ML-Agents build (see docs/scenes.md).",
         allow_abbrev=False,
@@ -335,6 +343,7 @@ def _setup_logging(log_file: Optional[str]) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ours, log_file, ignored = split_unity_args(argv)
+    _setup_logging(log_file)
     parser = build_parser()
     args = parser.parse_args(ours)  # exits with code 2 and a clear message on bad arguments
     args.log_file = log_file
@@ -344,7 +353,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_OK
     if not args.scene:
         parser.error(f"--scene is required (one of: {', '.join(sorted(SCENES))}) unless --write-builds is given")
-    _setup_logging(log_file)
     if ignored:
         logger.info(f"ignoring Unity player arguments: {' '.join(ignored)}")
     standin = StandIn(args)
