@@ -173,7 +173,7 @@ def temperature_loss(
     log_pi_cont: Optional[torch.Tensor],
     log_probs_disc: Optional[torch.Tensor],
     target_entropy_cont: float,
-    target_entropy_disc: Sequence[float],
+    target_entropy_disc,
     branches: Sequence[int],
 ) -> torch.Tensor:
     """Automatic entropy tuning [SAC-2 eq. 18], in log space: ``-log_alpha * (log pi + H_target)``.
@@ -184,18 +184,21 @@ def temperature_loss(
 
     :param log_alpha_cont: [1]; :param log_alpha_disc: [K].
     :param log_pi_cont: [B] or ``None``; :param log_probs_disc: [B, A] or ``None``.
+    :param target_entropy_disc: per-branch targets, a sequence [K] or a per-sample tensor [B, K] (see
+        ``masked_target_entropy``).
     """
     loss = log_alpha_cont.new_zeros(())
     if log_probs_disc is not None:
         b, a = log_probs_disc.shape
         _check_shape("log_alpha_disc", log_alpha_disc, (len(branches),))
-        if len(target_entropy_disc) != len(branches):
+        tgt = torch.as_tensor(target_entropy_disc, dtype=log_probs_disc.dtype, device=log_probs_disc.device)
+        if tgt.shape != (len(branches),) and tgt.shape != (b, len(branches)):
             raise ValueError(
-                f"target_entropy_disc needs one value per branch ({len(branches)}), got {len(target_entropy_disc)}"
+                f"target_entropy_disc must have shape [{len(branches)}] or [{b}, {len(branches)}], got {list(tgt.shape)}"
             )
         with torch.no_grad():
             neg_ent = branch_sums(log_probs_disc.exp() * log_probs_disc, branches)  # [B, K]
-            gap = neg_ent + torch.as_tensor(target_entropy_disc, dtype=neg_ent.dtype, device=neg_ent.device)
+            gap = neg_ent + tgt
         loss = loss - (log_alpha_disc * gap).mean(dim=0).sum()
     if log_pi_cont is not None:
         if log_pi_cont.dim() != 1:
@@ -204,6 +207,22 @@ def temperature_loss(
             gap_c = log_pi_cont + target_entropy_cont
         loss = loss - (log_alpha_cont.reshape(()) * gap_c).mean()
     return loss
+
+
+def masked_target_entropy(action_mask: torch.Tensor, branches: Sequence[int], scale: float) -> torch.Tensor:
+    """Per-sample discrete target entropy ``scale * log(#allowed actions of branch k)``, [B, K].
+
+    Deviation from ML-Agents (``scale * log(branch size)`` always): a branch masked down to one action has
+    entropy 0 whatever the temperature, so a fixed positive target would raise its temperature without
+    bound and flood the soft values with the entropy bonus wherever the branch does open up.  Scaling the
+    target by the allowed count keeps the same target when nothing is masked.
+
+    :param action_mask: [B, A] 1 = allowed.
+    """
+    if action_mask.dim() != 2 or action_mask.shape[1] != sum(branches):
+        raise ValueError(f"action_mask must have shape [B, {sum(branches)}], got {list(action_mask.shape)}")
+    allowed = branch_sums(action_mask.to(torch.float32), branches).clamp(min=1.0)
+    return scale * torch.log(allowed)
 
 
 def per_priorities(td_abs: torch.Tensor, alpha: float, eps: float = 1e-6) -> torch.Tensor:

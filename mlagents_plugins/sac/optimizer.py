@@ -76,6 +76,7 @@ class FastSACOptimizer(TorchOptimizer):
         self.q_target = self.q.make_target().to(self.device)
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
+        self.discrete_entropy_scale = hp.discrete_target_entropy_scale
         self.target_entropy_disc = [hp.discrete_target_entropy_scale * float(np.log(n)) for n in self.branches]
         self._q_params = [p for p in self.q.parameters() if p.requires_grad]
         self._q_target_params = [p for p, o in zip(self.q_target.parameters(), self.q.parameters()) if o.requires_grad]
@@ -140,14 +141,11 @@ class FastSACOptimizer(TorchOptimizer):
             for p in self._q_params:
                 p.requires_grad_(True)
         pi_loss = L.policy_loss(torch.minimum(qp1, qp2), lp_c, lp_d, alpha_c, alpha_d, self.branches)
+        target_disc = self.target_entropy_disc
+        if self.branches and batch.action_mask is not None:
+            target_disc = L.masked_target_entropy(batch.action_mask, self.branches, self.discrete_entropy_scale)
         ent_loss = L.temperature_loss(
-            temps.log_alpha_cont,
-            temps.log_alpha_disc,
-            lp_c,
-            lp_d,
-            self.target_entropy_cont,
-            self.target_entropy_disc,
-            self.branches,
+            temps.log_alpha_cont, temps.log_alpha_disc, lp_c, lp_d, self.target_entropy_cont, target_disc, self.branches
         )
         with torch.no_grad():
             entropy = -(lp_c.mean() if lp_c is not None else q1.new_zeros(()))

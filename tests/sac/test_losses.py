@@ -172,3 +172,21 @@ def test_temperature_loss_matches_naive_and_moves_only_alpha():
 def test_per_priorities():
     td = torch.tensor([0.0, 1.0, 4.0])
     np.testing.assert_allclose(L.per_priorities(td, 0.5, eps=0.0).numpy(), [0.0, 1.0, 2.0])
+
+
+def test_masked_target_entropy_scales_with_allowed_actions_and_accepts_per_sample_targets():
+    branches = [3, 2]
+    mask = torch.tensor([[1, 1, 1, 1, 1], [0, 1, 0, 1, 0], [1, 0, 1, 1, 1]], dtype=torch.float32)
+    t = L.masked_target_entropy(mask, branches, 0.5)
+    ref = [[0.5 * math.log(3), 0.5 * math.log(2)], [0.0, 0.0], [0.5 * math.log(2), 0.5 * math.log(2)]]
+    np.testing.assert_allclose(t.numpy(), ref, rtol=1e-6)
+    rng = np.random.default_rng(2)
+    lp_d = torch.tensor(_disc_log_probs(rng, 3, branches), dtype=torch.float32)
+    la_d = torch.tensor([0.1, -0.2], requires_grad=True)
+    loss = L.temperature_loss(torch.zeros(1), la_d, None, lp_d, 0.0, t, branches)
+    lpd = lp_d.numpy()
+    ref_loss = 0.0
+    for k, (off, n) in enumerate([(0, 3), (3, 2)]):
+        gaps = [sum(math.exp(lpd[b, off + i]) * lpd[b, off + i] for i in range(n)) + ref[b][k] for b in range(3)]
+        ref_loss -= la_d[k].item() * np.mean(gaps)
+    assert loss.item() == pytest.approx(ref_loss, rel=1e-5)

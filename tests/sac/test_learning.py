@@ -1,0 +1,69 @@
+"""fast_sac learns the stand-in scenes through real in-process ML-Agents training (train_in_process).
+
+Balance runs in the default suite (~20 s of CPU); the discrete, hybrid and visual scenes are ``slow``.
+"""
+import copy
+
+import pytest
+import torch
+
+from mlagents_plugins.envs.harness import train_in_process
+from mlagents_plugins.envs.scenes import SCENES
+
+BASE = dict(
+    trainer_type="fast_sac",
+    hyperparameters=dict(
+        batch_size=128,
+        buffer_size=50000,
+        buffer_init_steps=500,
+        steps_per_update=2.0,
+        learning_rate=1.0e-3,
+        n_step=3,
+        init_entcoef=0.5,
+    ),
+    network_settings=dict(hidden_units=64, num_layers=2, normalize=False),
+    reward_signals=dict(extrinsic=dict(gamma=0.99, strength=1.0)),
+    time_horizon=32,
+    summary_freq=1000,
+    checkpoint_interval=10 ** 9,
+)
+
+
+@pytest.fixture
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _train(tmp_path, scene, max_steps, hyper=None, net=None, areas=4):
+    cfg = copy.deepcopy(BASE)
+    cfg["hyperparameters"].update(hyper or {})
+    cfg["network_settings"].update(net or {})
+    return train_in_process(cfg, scene, max_steps=max_steps, seed=0, num_areas=areas, output_dir=str(tmp_path))
+
+
+def test_balance_continuous_reaches_threshold(tmp_path, one_thread):
+    result = _train(tmp_path, "balance", 12000)
+    assert result.final_mean_reward >= SCENES["balance"].success_threshold, result.reward_curve
+
+
+@pytest.mark.slow
+def test_branches_discrete_with_masks_reaches_threshold(tmp_path, one_thread):
+    result = _train(tmp_path, "branches", 40000, hyper=dict(init_entcoef=0.05, steps_per_update=1.0))
+    assert result.final_mean_reward >= SCENES["branches"].success_threshold, result.reward_curve
+
+
+@pytest.mark.slow
+def test_hybrid_reaches_threshold(tmp_path, one_thread):
+    result = _train(tmp_path, "hybrid", 40000, hyper=dict(init_entcoef=0.1, steps_per_update=1.0))
+    assert result.final_mean_reward >= SCENES["hybrid"].success_threshold, result.reward_curve
+
+
+@pytest.mark.slow
+def test_camera_visual_reaches_threshold(tmp_path, one_thread):
+    result = _train(
+        tmp_path, "camera", 40000, hyper=dict(init_entcoef=0.05, steps_per_update=1.0), net=dict(vis_encode_type="simple")
+    )
+    assert result.final_mean_reward >= SCENES["camera"].success_threshold, result.reward_curve
