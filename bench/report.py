@@ -1,0 +1,144 @@
+"""``REPORT.md`` from one invocation's run records, its environment description and the speed section.
+
+Pure rendering: every number comes from the records passed in (see ``bench.metrics`` for their fields);
+ratios use ``metrics.ratios``, which refuses records from more than one invocation.
+"""
+import json
+from typing import Any, Dict, List, Optional, Sequence
+
+from bench.metrics import Summary, ratios, same_invocation, summarize
+
+DASH = "—"
+
+SUMMARY_HEADER = (
+    "| scene | trainer | reached / seeds | steps to threshold (median) | seconds to threshold (median) "
+    "| final return (mean ± std) | env steps/s | update s / 1k steps | replay MB | save s | load s |"
+)
+SUMMARY_RULE = "|" + "---|" * 11
+RATIO_HEADER = (
+    "| scene | trainer | vs | speed (steps/s ratio) | sample efficiency (steps-to-threshold ratio) "
+    "| time to threshold ratio | final return difference |"
+)
+RATIO_RULE = "|" + "---|" * 7
+MODE_TITLES = {
+    "in_process": "In-process runs (`train_in_process`, one `SceneEnv`)",
+    "mlagents-learn": "Through real `mlagents-learn --env` (gRPC stand-in build)",
+}
+
+
+def fmt(value: Optional[float], digits: int = 2) -> str:
+    """Fixed-point text, or a dash for a missing value."""
+    return DASH if value is None else f"{value:.{digits}f}"
+
+
+def fmt_int(value: Optional[float]) -> str:
+    return DASH if value is None else f"{int(round(value)):,}"
+
+
+def summary_row(s: Summary) -> str:
+    final = DASH if s.final_mean is None else f"{s.final_mean:.2f} ± {s.final_std:.2f}"
+    reached = f"{s.reached}/{s.seeds}" + ("" if s.finished == s.seeds else f" ({s.seeds - s.finished} failed)")
+    cells = [
+        s.scene,
+        f"**{s.trainer}**" if s.origin == "ours" else s.trainer,
+        reached,
+        fmt_int(s.median_steps_to_threshold),
+        fmt(s.median_seconds_to_threshold, 1),
+        final,
+        fmt(s.steps_per_second, 0),
+        fmt(s.update_seconds_per_1k_steps, 2),
+        fmt(s.replay_mb, 1),
+        fmt(s.save_seconds, 2),
+        fmt(s.load_seconds, 2),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def summary_table(summaries: Sequence[Summary]) -> List[str]:
+    return [SUMMARY_HEADER, SUMMARY_RULE] + [summary_row(s) for s in summaries]
+
+
+def ratio_table(runs: Sequence[dict], mode: str) -> List[str]:
+    rows = [r for r in ratios(runs) if r.mode == mode]
+    if not rows:
+        return ["No ratio: no trainer of ours and built-in ran on the same scene in this mode."]
+    lines = [RATIO_HEADER, RATIO_RULE]
+    for r in rows:
+        ratio_cells = [fmt(r.speed), fmt(r.sample_efficiency), fmt(r.time_to_threshold)]
+        lines.append(
+            f"| {r.scene} | **{r.trainer}** | {r.baseline} | " + " | ".join(ratio_cells)
+            + f" | {'+' if (r.final_difference or 0) >= 0 else ''}{fmt(r.final_difference)} |"
+        )
+    return lines
+
+
+def environment_lines(env: Dict[str, Any]) -> List[str]:
+    keys = [
+        ("date", "Date (UTC)"),
+        ("machine", "Machine"),
+        ("python", "Python"),
+        ("torch", "torch"),
+        ("mlagents", "mlagents"),
+        ("torch_threads", "torch threads per run"),
+        ("jobs", "runs in parallel"),
+        ("budget", "budget"),
+        ("command", "command"),
+        ("elapsed", "bench wall time"),
+        ("note", "note"),
+    ]
+    return [f"- **{label}:** {env[k]}" for k, label in keys if env.get(k) not in (None, "")]
+
+
+def speed_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
+    """Each entry: ``name``, ``threads``, ``command``, ``rc``, and ``json`` (parsed output) or ``text``."""
+    if not speed:
+        return ["Not run (`--no-speed`) or no speed script found."]
+    lines = []
+    for entry in speed:
+        threads = entry.get("threads")
+        title = f"### {entry['name']}" + ("" if threads is None else f" (torch threads {threads})")
+        lines += [title, "", f"`{entry.get('command', '')}` exit code {entry.get('rc')}, {fmt(entry.get('seconds'), 1)} s", ""]
+        if entry.get("missing"):
+            lines += [entry["missing"], ""]
+        elif entry.get("json") is not None:
+            lines += ["```json", json.dumps(entry["json"], indent=1, sort_keys=True), "```", ""]
+        else:
+            lines += ["```", (entry.get("text") or "").rstrip()[-4000:], "```", ""]
+    return lines
+
+
+def render_report(
+    runs: Sequence[dict],
+    env: Dict[str, Any],
+    plots: Dict[str, str],
+    speed: Sequence[Dict[str, Any]] = (),
+    skipped: Sequence[str] = (),
+) -> str:
+    """The whole REPORT.md.  ``plots`` maps scene -> PNG path relative to the report."""
+    invocation = same_invocation(runs) if runs else env.get("invocation", DASH)
+    lines = ["# Benchmark report: our trainers vs ML-Agents' built-in sac / ppo", ""]
+    lines += [f"- **Invocation:** `{invocation}` (every number and ratio below comes from this one run)"]
+    lines += environment_lines(env)
+    lines += ["", "Column meanings and how ratios are computed: [bench/README.md](../README.md).", ""]
+    summaries = summarize(runs)
+    for mode in sorted({s.mode for s in summaries}, key=lambda m: m != "in_process"):
+        lines += [f"## {MODE_TITLES.get(mode, mode)}", ""]
+        lines += summary_table([s for s in summaries if s.mode == mode]) + [""]
+        lines += ["Ratios against the built-in trainers of this same invocation:", ""]
+        lines += ratio_table(runs, mode) + [""]
+        errors = [f"- {s.trainer} on {s.scene}: {e}" for s in summaries if s.mode == mode for e in s.errors]
+        if errors:
+            lines += ["Failed runs:", ""] + errors + [""]
+    if plots:
+        lines += ["## Reward curves (in-process; line = mean over seeds, band = min..max)", ""]
+        for scene, path in sorted(plots.items()):
+            lines += [f"### {scene}", "", f"![{scene}]({path})", ""]
+    lines += ["## Speed: update throughput against a minimal PyTorch loop", ""] + speed_lines(speed) + [""]
+    if skipped:
+        lines += ["## Not benchmarked", ""] + [f"- {s}" for s in skipped] + [""]
+    sources = sorted({(r["trainer"], r["scene"], r.get("config_source", DASH)) for r in runs})
+    if sources:
+        lines += ["## Configurations", "", "| trainer | scene | hyperparameters from |", "|---|---|---|"]
+        lines += [f"| {t} | {s} | {src} |" for t, s, src in sources]
+        lines += ["", "The full config of every run is in its raw JSON under `runs/`.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""The speed section: run the other engineers' speed scripts as subprocesses and keep their output.
+
+``bench/sac_speed.py`` (built-in sac vs fast_sac vs a minimal PyTorch loop) and ``bench/impala_speed.py``
+run at torch threads 1 and 2 (``OMP_NUM_THREADS``, plus ``--threads N`` when the script's ``--help``
+offers it; ``--json`` likewise); ``bench/replay_io.py`` runs once.  JSON output is parsed; anything else
+is kept as text.  A script that does not exist yet is reported as missing, never replaced.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH_DIR)
+THREADED = ("sac_speed.py", "impala_speed.py")
+
+
+def parse_output(text: str) -> Optional[Any]:
+    """The JSON a script printed: the whole output, else its last line that is a JSON object/list."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    for line in reversed(stripped.splitlines()):
+        line = line.strip()
+        if line[:1] in "{[":
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
+def _help(path: str) -> str:
+    try:
+        proc = subprocess.run([sys.executable, path, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=120, cwd=REPO)
+        return proc.stdout
+    except (subprocess.SubprocessError, OSError):
+        return ""
+
+
+def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s: int) -> Dict[str, Any]:
+    path = os.path.join(BENCH_DIR, name)
+    entry: Dict[str, Any] = {"name": name, "threads": threads, "command": f"python bench/{name}", "rc": None}
+    if not os.path.isfile(path):
+        entry["missing"] = f"bench/{name} does not exist yet (written by another engineer); nothing measured."
+        return entry
+    offered = _help(path)
+    cmd = [sys.executable, path] + list(args)
+    if threads is not None and "--threads" in offered:
+        cmd += ["--threads", str(threads)]
+    if "--json" in offered:
+        cmd.append("--json")
+    env = dict(os.environ)
+    if threads is not None:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    entry["command"] = " ".join(["python", f"bench/{name}"] + cmd[2:])
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                              timeout=timeout_s, cwd=REPO)
+        entry["rc"] = proc.returncode
+        out = proc.stdout if proc.returncode == 0 else proc.stdout + "\n" + proc.stderr[-2000:]
+    except subprocess.TimeoutExpired as err:
+        entry["rc"] = "timeout"
+        out = f"stopped after {timeout_s} s\n" + (err.stdout or b"").decode(errors="replace")[-2000:]
+    entry["seconds"] = time.perf_counter() - start
+    parsed = parse_output(out) if entry["rc"] == 0 else None
+    if parsed is not None:
+        entry["json"] = parsed
+    else:
+        entry["text"] = out
+    return entry
+
+
+def run_speed(replay_rows: int, timeout_s: int, log=print) -> List[Dict[str, Any]]:
+    entries = []
+    for name in THREADED:
+        for threads in (1, 2):
+            log(f"[speed] {name} threads={threads} ...")
+            entries.append(run_script(name, [], threads, timeout_s))
+            if entries[-1].get("missing"):
+                break
+    log("[speed] replay_io.py ...")
+    entries.append(run_script("replay_io.py", ["--rows", str(replay_rows), "--repeats", "3"], None, timeout_s))
+    return entries

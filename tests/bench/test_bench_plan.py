@@ -1,0 +1,82 @@
+"""bench.plan: shared hyperparameters between our trainer and the built-ins, pairing by action kind."""
+import pytest
+import yaml
+
+from bench_fixtures import REPO  # noqa: F401  (puts the repo root on sys.path)
+from bench import plan
+
+FAST_SAC_BALANCE = {
+    "behaviors": {
+        "Balance": {
+            "trainer_type": "fast_sac",
+            "hyperparameters": {"batch_size": 77, "buffer_size": 1234, "buffer_init_steps": 321,
+                                "steps_per_update": 3.0, "tau": 0.02, "n_step": 3},
+            "network_settings": {"normalize": True, "hidden_units": 32, "num_layers": 3},
+            "reward_signals": {"extrinsic": {"gamma": 0.95, "strength": 1.0}},
+            "time_horizon": 17,
+            "max_steps": 99,
+            "summary_freq": 5,
+        }
+    }
+}
+
+
+@pytest.fixture
+def config_dir(tmp_path):
+    (tmp_path / "fast_sac_balance.yaml").write_text(yaml.safe_dump(FAST_SAC_BALANCE))
+    return str(tmp_path)
+
+
+def test_sac_takes_the_overlapping_settings_of_fast_sacs_config(config_dir):
+    ours, ours_src = plan.build_config("fast_sac", "balance", 3000, 6, ["fast_sac"], config_dir)
+    sac, sac_src = plan.build_config("sac", "balance", 3000, 6, ["fast_sac"], config_dir)
+    assert ours_src == "configs/fast_sac_balance.yaml" and "fast_sac_balance.yaml" in sac_src
+    for key in ("batch_size", "buffer_size", "buffer_init_steps", "steps_per_update", "tau"):
+        assert sac["hyperparameters"][key] == ours["hyperparameters"][key] == FAST_SAC_BALANCE["behaviors"]["Balance"]["hyperparameters"][key]
+    assert "n_step" not in sac["hyperparameters"] and ours["hyperparameters"]["n_step"] == 3
+    assert sac["network_settings"] == {"normalize": True, "hidden_units": 32, "num_layers": 3}
+    assert sac["reward_signals"]["extrinsic"]["gamma"] == 0.95 and sac["time_horizon"] == 17
+    for cfg in (ours, sac):  # the bench owns budget and summaries, the same for both
+        assert (cfg["max_steps"], cfg["summary_freq"]) == (3000, 500)
+        assert cfg["hyperparameters"]["save_replay_buffer"] is True
+
+
+def test_ppo_keeps_on_policy_buffer_and_shares_network(config_dir):
+    ppo, _ = plan.build_config("ppo", "balance", 2000, 10, ["fast_sac"], config_dir)
+    assert ppo["hyperparameters"]["buffer_size"] == plan.PPO_TEMPLATE["buffer_size"]
+    assert "save_replay_buffer" not in ppo["hyperparameters"]
+    assert ppo["summary_freq"] == 200
+
+
+def test_template_keeps_only_fields_the_trainer_accepts(tmp_path):
+    taac, src = plan.build_config("taac", "switching", 1000, 5, ["taac"], str(tmp_path))
+    assert src.startswith("bench template")
+    assert "tau" not in taac["hyperparameters"] and "init_entcoef" not in taac["hyperparameters"]
+    assert taac["hyperparameters"]["batch_size"] == plan.OFFPOLICY_TEMPLATE["batch_size"]
+
+
+def test_pairing_by_action_kind_and_learn_runs(tmp_path):
+    assert plan.action_kind("balance") == "continuous" and plan.action_kind("branches") == "discrete"
+    assert plan.action_kind("hybrid") == "hybrid"
+    budget = plan.Budget("t", ("balance", "branches"), {"balance": 500, "branches": 400}, (0, 1), "balance", (0,),
+                         learn_trainers=("sac",))
+    jobs, skipped = plan.plan_jobs(budget, ["taac"], config_dir=str(tmp_path))
+    got = sorted((j.mode, j.scene, j.trainer, j.seed, j.max_steps) for j in jobs)
+    assert ("in_process", "branches", "taac", 0, 400) not in got
+    assert ("in_process", "balance", "taac", 1, 500) in got
+    assert [(j.mode, j.trainer) for j in jobs if j.mode == "mlagents-learn"] == [("mlagents-learn", "sac")]
+    assert skipped == ["taac on branches: discrete actions are not supported by taac"]
+    assert [j.index for j in jobs] == list(range(1, len(jobs) + 1)) and all(j.total == len(jobs) for j in jobs)
+
+
+def test_unknown_scene_is_a_clear_error(tmp_path):
+    budget = plan.Budget("t", ("nowhere",), {"nowhere": 10}, (0,), None, ())
+    with pytest.raises(ValueError, match="scene='nowhere' is unknown; allowed: balance"):
+        plan.plan_jobs(budget, [], config_dir=str(tmp_path))
+
+
+def test_config_file_with_two_behaviors_is_rejected(tmp_path):
+    doc = {"behaviors": {"A": {"trainer_type": "fast_sac"}, "B": {"trainer_type": "fast_sac"}}}
+    (tmp_path / "fast_sac_balance.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(ValueError, match="exactly one behavior"):
+        plan.load_config("fast_sac", "balance", str(tmp_path))

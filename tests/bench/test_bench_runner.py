@@ -1,0 +1,60 @@
+"""bench.runner helpers that need no training: console parsing, timer trees, replay memory, CLI checks."""
+import numpy as np
+import pytest
+
+from bench_fixtures import rec  # noqa: F401  (also puts the repo root on sys.path)
+from bench import runner
+from bench.run import parse_args, progress_line
+
+CONSOLE = """\
+[INFO] Connected new brain: Balance?team=0
+[INFO] Balance. Step: 1000. Time Elapsed: 12.345 s. Mean Reward: -0.401. Std of Reward: 0.5. Training.
+[INFO] Other. Step: 1000. Time Elapsed: 12.400 s. Mean Reward: 9.000. Std of Reward: 0.1. Training.
+[INFO] Balance. Step: 2000. Time Elapsed: 20.000 s. No episode was completed since last summary. Training.
+[INFO] Balance. Step: 3000. Time Elapsed: 31.5 s. Mean Reward: 4.250. Std of Reward: 0.2. Training.
+"""
+
+
+def test_parse_console_keeps_one_behavior_and_signs():
+    assert runner.parse_console(CONSOLE, "Balance") == [[1000, 12.345, -0.401], [3000, 31.5, 4.25]]
+    assert runner.parse_console(CONSOLE, "Other") == [[1000, 12.4, 9.0]]
+
+
+def test_timer_tree_sums_outermost_named_nodes():
+    tree = {"total": 100.0, "children": {
+        "a": {"total": 50.0, "children": {"_update_policy": {"total": 7.0, "children": {
+            "_update_policy": {"total": 6.5}}}}},
+        "b": {"total": 20.0, "children": {"c": {"total": 5.0, "children": {"_update_policy": {"total": 2.5}}}}},
+    }}
+    assert runner._sum_named_dict(tree, "_update_policy") == pytest.approx(9.5)
+    assert runner._sum_named_dict(tree, "missing") == 0.0
+
+
+def test_replay_bytes_of_ours_and_of_on_policy():
+    class Replay:
+        nbytes = 123456
+
+    class Ours:
+        replay = Replay()
+
+    assert runner.replay_bytes(Ours()) == 123456
+    assert runner.replay_bytes(object()) is None
+
+
+def test_py_bytes_counts_view_data():
+    base = np.zeros(1000, dtype=np.float64)
+    owned, view = runner._py_bytes([base]), runner._py_bytes([base[:500]])
+    assert owned >= 8000 and view >= 4000 and view < owned
+
+
+def test_cli_rejects_bad_numbers(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--jobs", "0"])
+    assert "--jobs=0 is invalid" in capsys.readouterr().err
+
+
+def test_progress_line_reports_threshold_and_eta():
+    line = progress_line(rec("fast_sac", 1, [[100, 1.0, 0.2], [200, 2.0, 1.5]], final=1.5, wall=20.0), 2, 4, 60.0)
+    assert "fast_sac" in line and "seed 1" in line and "reached at 200" in line and "ETA ~1:00" in line
+    failed = progress_line(rec("sac", 0, [], error="RuntimeError: x"), 1, 4, 10.0)
+    assert "FAILED RuntimeError: x" in failed
