@@ -48,6 +48,13 @@ class TaacTrainer(OffPolicyTrainerBase):
         seed: int,
         artifact_path: str,
     ):
+        if trainer_settings.behavioral_cloning is not None:
+            # ML-Agents' BCModule calls Actor.get_action_and_stats / get_stats, which the two-stage actor
+            # (proposal + switch) does not have in that form.
+            raise TrainerConfigError(
+                f"behavioral_cloning is set for behavior '{behavior_name}', but trainer_type 'taac' does not "
+                "support it; remove the behavioral_cloning section (GAIL as a reward signal is supported)."
+            )
         super().__init__(behavior_name, reward_buff_cap, trainer_settings, training, load, seed, artifact_path)
         self.hyperparameters: TaacSettings = cast(TaacSettings, trainer_settings.hyperparameters)
         self.behavior_name = behavior_name

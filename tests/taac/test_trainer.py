@@ -55,6 +55,15 @@ def test_discrete_or_hybrid_behavior_is_refused_at_start_up(tmp_path, action_spe
         trainer.create_policy(None, BehaviorSpec([obs_spec(4)], action_spec))
 
 
+def test_behavioral_cloning_is_refused(tmp_path):
+    from mlagents.trainers.settings import BehavioralCloningSettings
+
+    settings = TrainerSettings(trainer_type="taac", hyperparameters=TaacSettings())
+    settings.behavioral_cloning = BehavioralCloningSettings(demo_path="x.demo")
+    with pytest.raises(TrainerConfigError, match="behavioral_cloning.*'Ball'"):
+        TaacTrainer("Ball", 1, settings, True, False, 0, str(tmp_path))
+
+
 def synthetic_batch(trainer, B=6, L=4, seed=0):
     rng = np.random.default_rng(seed)
     d = trainer.policy.actor.tau_size
@@ -133,3 +142,39 @@ def test_replay_rows_are_what_acting_saw(tmp_path):
     rep = rows[REPEATS]
     np.testing.assert_array_equal(rep[1:][same], np.where(rows[SWITCH][1:][same], 1.0, rep[:-1][same] + 1))
     assert rep.max() <= 3  # max_repeat_steps enforced during rollout
+
+
+def test_sample_batch_with_two_reward_streams(tmp_path):
+    """Windows from the replay, per-stream rewards (extrinsic scaled by strength, curiosity evaluated)."""
+    from mlagents.trainers.settings import CuriositySettings, RewardSignalSettings, RewardSignalType
+    from mlagents_plugins.replay.buffer import ReplayBuffer
+
+    torch.manual_seed(0)
+    settings = TrainerSettings(
+        trainer_type="taac", hyperparameters=TaacSettings(batch_size=12, mini_batch_length=3), max_steps=1000
+    )
+    settings.network_settings.hidden_units = 16
+    settings.reward_signals = {
+        RewardSignalType.EXTRINSIC: RewardSignalSettings(gamma=0.9, strength=2.0),
+        RewardSignalType.CURIOSITY: CuriositySettings(gamma=0.5, strength=0.1, encoding_size=8),
+    }
+    trainer = TaacTrainer("Ball", 1, settings, True, False, 0, str(tmp_path))
+    spec = BehaviorSpec([obs_spec(4)], ActionSpec.create_continuous(2))
+    trainer.policy = trainer.create_policy(None, spec)
+    trainer.optimizer = trainer.create_optimizer()
+    trainer.replay = ReplayBuffer(100, trainer.replay_fields(spec))
+    rng = np.random.default_rng(0)
+    for n in (5, 7, 4):
+        rows = {name: rng.uniform(-1, 1, size=(n,) + f.shape).astype(f.dtype) for name, f in trainer.replay.fields.items()}
+        rows[R.REWARD] = np.arange(n, dtype=np.float32) + 1
+        trainer.replay.add(rows)
+    trainer.update_reward_signals_once()  # curiosity pays 0 until its first update
+    batch = trainer.sample_batch()
+    assert batch.rewards.shape == (4, 3, 2) and batch.tau.shape == (4, 3, 2)
+    assert batch.valid.all()  # every segment has a full 3-row window
+    ext = batch.rewards[..., 0]
+    assert torch.all(ext == 2.0 * torch.round(ext / 2.0)) and ext.min() >= 2.0  # 2 x (1..n)
+    assert torch.isfinite(batch.rewards[..., 1]).all() and batch.rewards[..., 1].abs().sum() > 0
+    out = trainer.update_once()
+    assert np.isfinite(out[stats.CRITIC_LOSS]) and np.isfinite(out[stats.ACTOR_LOSS])
+    torch.testing.assert_close(trainer.optimizer.gammas, torch.tensor([0.9, 0.5]))
