@@ -227,7 +227,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         self.collected_rewards["environment"][agent_id] += float(np.sum(buf[BufferKey.ENVIRONMENT_REWARDS]))
         for name, signal in self.optimizer.reward_signals.items():
             self.collected_rewards[name][agent_id] += float(np.sum(signal.evaluate(buf) * signal.strength))
-        if self.should_still_train:
+        if self.is_training:  # also the chunk that crosses max_steps, so a resumed run has every row
             self.replay.add(self.trajectory_to_rows(trajectory, buf))
         if trajectory.done_reached:
             self._update_end_episode_stats(agent_id, self.optimizer)
