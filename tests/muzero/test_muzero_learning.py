@@ -1,0 +1,34 @@
+"""Learning runs of muzero_repr on the stand-in scenes (slow: minutes on 2 shared cores)."""
+import os
+
+import pytest
+import torch
+import yaml
+
+from mlagents_plugins.envs.harness import train_in_process
+from mlagents_plugins.envs.scenes import SCENES
+
+CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
+
+
+def behavior_config(name: str) -> dict:
+    with open(os.path.join(CONFIGS, name)) as f:
+        return list(yaml.safe_load(f)["behaviors"].values())[0]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.mark.slow
+def test_balance_reaches_threshold(tmp_path):
+    cfg = behavior_config("muzero_repr_balance.yaml")
+    cfg["hyperparameters"]["save_replay_buffer"] = False
+    res = train_in_process(cfg, "balance", max_steps=10000, num_areas=2, seed=0, output_dir=str(tmp_path),
+                           final_window=2)
+    assert res.reward_curve[0][1] < 2.0, res.reward_curve  # it really learned
+    assert res.final_mean_reward >= SCENES["balance"].success_threshold, res.reward_curve
