@@ -169,6 +169,13 @@ class MuZeroReprOptimizer(TorchOptimizer):
         return torch.cat(parts, dim=-1).to(self.device)
 
     # ------------------------------------------------------------------ model update
+    def update_target_model(self, tau: float) -> None:
+        """Move the target model's weights by ``tau``; copy its buffers (observation normaliser statistics)."""
+        polyak_update_(list(self.model.parameters()), list(self.target_model.parameters()), tau)
+        with torch.no_grad():
+            for b_target, b in zip(self.target_model.buffers(), self.model.buffers()):
+                b_target.copy_(b)
+
     def sample_model_batch(self, replay: ReplayBuffer, rng: np.random.Generator) -> ModelBatch:
         hp = self.hp
         K, n, B = hp.num_unroll_steps, hp.td_steps, hp.batch_size
@@ -287,8 +294,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         self.model_opt.step()
         self.num_model_updates += 1
         if self.num_model_updates % hp.model_target_update_period == 0:
-            polyak_update_(list(self.model.parameters()), list(self.target_model.parameters()),
-                           hp.model_target_update_tau)
+            self.update_target_model(hp.model_target_update_tau)
         stats = {STAT_MODEL_LOSS: float(total.item()), STAT_VALUE_TARGET: float(tg.value_bk[:, 0].mean().item())}
         keys = {"value": STAT_VALUE_LOSS, "reward": STAT_REWARD_LOSS, "policy": STAT_POLICY_LOSS,
                 "consistency": STAT_CONSISTENCY_LOSS}

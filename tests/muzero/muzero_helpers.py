@@ -60,7 +60,7 @@ def trajectory(spec: BehaviorSpec, length: int, rng: np.random.Generator, done: 
     return Trajectory(steps=steps, next_obs=next_obs, next_group_obs=[], agent_id=agent_id, behavior_id="B?team=0")
 
 
-def make_trainer(spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0, **hyper) -> MuZeroReprTrainer:
+def make_trainer(spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0, normalize: bool = False, **hyper) -> MuZeroReprTrainer:
     hp = dict(batch_size=8, buffer_size=300, buffer_init_steps=0, steps_per_update=1.0, latent_size=8,
               model_hidden_units=16, model_num_layers=1, head_hidden_units=16, head_num_layers=1,
               num_unroll_steps=3, td_steps=4, support_size=3)
@@ -69,6 +69,7 @@ def make_trainer(spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0
                                max_steps=10000, summary_freq=10**9)
     settings.network_settings.hidden_units = 16
     settings.network_settings.num_layers = 1
+    settings.network_settings.normalize = normalize
     trainer = MuZeroReprTrainer("B", 10, settings, True, load, seed, str(tmp_path / "B"))
     bid = BehaviorIdentifiers.from_name_behavior_id("B?team=0")
     policy = trainer.create_policy(bid, spec)

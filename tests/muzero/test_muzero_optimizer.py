@@ -87,3 +87,19 @@ def test_model_target_network_follows_period(tmp_path):
     opt.update_model(trainer.replay, trainer.rng)
     online = dict(opt.model.named_parameters())
     assert all(torch.equal(p, online[n]) for n, p in opt.target_model.named_parameters())
+
+
+def test_target_model_copies_normaliser_statistics(tmp_path):
+    spec = spec_with(((4,),), 1, ())
+    trainer = make_trainer(spec, tmp_path, normalize=True, model_target_update_period=1,
+                           model_target_update_tau=0.5)
+    fill(trainer, spec, np.random.default_rng(6))
+    opt = trainer.optimizer
+    online = dict(opt.model.named_buffers())
+    assert any("running_mean" in n for n in online)
+    opt.update_model(trainer.replay, trainer.rng)
+    for n, b in opt.target_model.named_buffers():
+        assert torch.equal(b, dict(opt.model.named_buffers())[n]), n
+    # weights moved only half way (tau = 0.5), so they still differ from the online model
+    params = dict(opt.model.named_parameters())
+    assert any(not torch.equal(p, params[n]) for n, p in opt.target_model.named_parameters())
