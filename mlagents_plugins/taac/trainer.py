@@ -149,7 +149,9 @@ class TaacTrainer(OffPolicyTrainerBase):
         h = self.hyperparameters
         length = h.mini_batch_length
         n_seq = int(math.ceil(h.batch_size / length))
-        starts = self.replay.sample_sequence_starts(n_seq, length, self.rng)
+        # Uniform starts over all rows (windows may be cut short by a segment end; ``valid`` masks them).
+        # Drawing only full windows would weight a segment's last rows, its terminal among them, by 1/length.
+        starts = self.replay.sample_indices(n_seq, self.rng)
         idx, valid = self.replay.sequence_indices(starts, length)
         rows = self.replay.gather(idx)
         flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in rows.items()}
