@@ -89,21 +89,37 @@ def environment_lines(env: Dict[str, Any]) -> List[str]:
     return [f"- **{label}:** {env[k]}" for k, label in keys if env.get(k) not in (None, "")]
 
 
+def _flat(value: Any) -> bool:
+    return isinstance(value, dict) and all(not isinstance(v, (dict, list)) for v in value.values())
+
+
 def speed_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
-    """Each entry: ``name``, ``threads``, ``command``, ``rc``, and ``json`` (parsed output) or ``text``."""
+    """Each entry: ``name``, ``threads``, ``command``, ``rc``, ``seconds`` and ``json`` (parsed output),
+    ``text`` or ``missing``.  Flat JSON objects of one script become one table, a column per thread count."""
     if not speed:
         return ["Not run (`--no-speed`) or no speed script found."]
-    lines = []
-    for entry in speed:
-        threads = entry.get("threads")
-        title = f"### {entry['name']}" + ("" if threads is None else f" (torch threads {threads})")
-        lines += [title, "", f"`{entry.get('command', '')}` exit code {entry.get('rc')}, {fmt(entry.get('seconds'), 1)} s", ""]
-        if entry.get("missing"):
-            lines += [entry["missing"], ""]
-        elif entry.get("json") is not None:
-            lines += ["```json", json.dumps(entry["json"], indent=1, sort_keys=True), "```", ""]
-        else:
-            lines += ["```", (entry.get("text") or "").rstrip()[-4000:], "```", ""]
+    lines: List[str] = []
+    for name in dict.fromkeys(e["name"] for e in speed):
+        entries = [e for e in speed if e["name"] == name]
+        lines += [f"### {name}", ""]
+        for e in entries:
+            threads = "" if e.get("threads") is None else f" (torch threads {e['threads']})"
+            lines.append(f"- `{e.get('command', '')}`{threads}: exit code {e.get('rc')}, {fmt(e.get('seconds'), 1)} s")
+        lines.append("")
+        if all(_flat(e.get("json")) for e in entries):
+            keys = list(dict.fromkeys(k for e in entries for k in e["json"]))
+            heads = [f"threads {e['threads']}" if e.get("threads") is not None else "value" for e in entries]
+            lines += ["| measure | " + " | ".join(heads) + " |", "|---|" + "---|" * len(entries)]
+            lines += [f"| {k} | " + " | ".join(str(e["json"].get(k, DASH)) for e in entries) + " |" for k in keys]
+            lines.append("")
+            continue
+        for e in entries:
+            if e.get("missing"):
+                lines += [e["missing"], ""]
+            elif e.get("json") is not None:
+                lines += ["```json", json.dumps(e["json"], indent=1, sort_keys=True), "```", ""]
+            else:
+                lines += ["```", (e.get("text") or "").rstrip()[-4000:], "```", ""]
     return lines
 
 

@@ -34,12 +34,18 @@ def test_summary_row_cells():
 
 def test_report_has_environment_ratios_plots_speed_and_skips():
     speed = [{"name": "sac_speed.py", "threads": 1, "command": "python bench/sac_speed.py", "rc": 0, "seconds": 2.0,
-              "json": {"fast_sac_updates_per_s": 321.5}},
+              "json": {"fast_sac_updates_per_s": 321.5, "hidden": "2x256"}},
+             {"name": "sac_speed.py", "threads": 2, "command": "python bench/sac_speed.py", "rc": 0, "seconds": 2.0,
+              "json": {"fast_sac_updates_per_s": 400.25}},
+             {"name": "replay_io.py", "threads": None, "command": "python bench/replay_io.py", "rc": 0,
+              "seconds": 1.0, "text": "file: 8.6 MB"},
              {"name": "impala_speed.py", "threads": 1, "command": "python bench/impala_speed.py", "rc": None,
               "missing": "bench/impala_speed.py does not exist yet"}]
     text = render_report(_runs(), ENV, {"balance": "balance.png"}, speed, ["taac on branches: discrete"])
     for expected in ("`inv-A`", "2026-11-21 22:00 UTC", "2 cores, Test CPU", "3.11.7", "machine shared",
-                     "![balance](balance.png)", '"fast_sac_updates_per_s": 321.5', "does not exist yet",
+                     "![balance](balance.png)", "| measure | threads 1 | threads 2 |",
+                     "| fast_sac_updates_per_s | 321.5 | 400.25 |", "| hidden | 2x256 | — |", "file: 8.6 MB",
+                     "does not exist yet",
                      "taac on branches: discrete"):
         assert expected in text, expected
     ratio = next(line for line in text.splitlines() if line.startswith("| balance | **fast_sac** | sac |"))
