@@ -140,7 +140,8 @@ class TaacActor(nn.Module, Actor):
 
     def split_memory(self, memories: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(tau^-, repeats)`` from ``[N, D + 2]`` memories."""
-        tau_prev, _switch, repeats = torch.split(memories, [self.tau_size, 1, 1], dim=1)
+        tau_prev = torch.narrow(memories, 1, 0, self.tau_size)
+        repeats = torch.narrow(memories, 1, self.tau_size + 1, 1)
         return tau_prev, repeats.reshape(-1)
 
     def propose(self, obs: List[torch.Tensor], tau_prev: torch.Tensor, deterministic: bool) -> Proposal:

@@ -23,6 +23,7 @@ A new trajectory is built from the actor's proposal ``x`` (a value in ``[-1, 1]`
 * ``inverse_mode=False``: ``x`` is the new highest derivative (``v`` for linear, ``u`` for quadratic with
   ``v^-`` reset to 0) and the action is obtained by advancing one step.
 """
+import warnings
 from enum import Enum
 from typing import Tuple
 
@@ -54,8 +55,17 @@ def _split(tau: torch.Tensor, kind: TrajectoryKind, action_size: int) -> Tuple[t
             f"trajectory of kind {kind.value!r} with action size {action_size} must have last dim "
             f"{expected}, got shape {tuple(tau.shape)}"
         )
-    # torch.split/narrow on a non-negative axis: static slices the opset-9 ONNX exporter accepts.
-    return tuple(torch.split(tau, action_size, dim=tau.dim() - 1))
+    # narrow on a non-negative axis: a static Slice the opset-9 ONNX exporter accepts (no Split op, which
+    # Unity's inference engine has not always supported; mlagents' own LSTM avoids it for that reason).
+    axis = tau.dim() - 1
+    return tuple(torch.narrow(tau, axis, i * action_size, action_size) for i in range(num_params(kind)))
+
+
+def _static_width(x: torch.Tensor) -> int:
+    """Last-dim size as a Python int: fixed for a given model, so a constant in the exported graph."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=torch.jit.TracerWarning)
+        return int(x.shape[-1])
 
 
 def action_of(tau: torch.Tensor, action_size: int) -> torch.Tensor:
@@ -84,7 +94,7 @@ def from_proposal(
 
     Differentiable in ``x_t`` (the actor gradient flows through it); ``tau_tm1`` is treated as data.
     """
-    action_size = x_t.shape[-1]
+    action_size = _static_width(x_t)
     parts = _split(tau_tm1, kind, action_size)
     a_tm1 = parts[0]
     if kind == TrajectoryKind.CONSTANT:
@@ -104,7 +114,7 @@ def from_proposal(
 
 def select(b_t: torch.Tensor, tau_keep: torch.Tensor, tau_new: torch.Tensor) -> torch.Tensor:
     """Per row, ``tau_new`` where the switch ``b_t`` (``[...]``, bool or 0/1) is set, else ``tau_keep``."""
-    return torch.where(b_t.bool().unsqueeze(-1), tau_new, tau_keep)
+    return torch.where(b_t.bool().unsqueeze(b_t.dim()), tau_new, tau_keep)
 
 
 def next_repeats(b_t: torch.Tensor, repeats_tm1: torch.Tensor) -> torch.Tensor:

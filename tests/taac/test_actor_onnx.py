@@ -132,3 +132,14 @@ def test_onnx_rollout_matches_torch_step_by_step(tmp_path, kind, max_repeat):
         assert (mem_torch[:, -1] <= max_repeat).all()
     torch_out = run_torch_actor(policy, [obs], np.ones((n_agents, 0), np.float32), mem_onnx)
     assert int(torch_out["memory_size"][0]) == actor.memory_size
+
+
+def test_onnx_graph_uses_only_common_ops(tmp_path):
+    """Opset 9 as mlagents exports, and no Split/Random ops (the file must be deterministic and portable)."""
+    onnx = pytest.importorskip("onnx")
+    policy = make_policy(kind=TrajectoryKind.QUADRATIC, max_repeat_steps=2)
+    model = onnx.load(export_policy(policy, str(tmp_path / "taac")))
+    ops = {n.op_type for n in model.graph.node}
+    assert not ops & {"Split", "RandomNormalLike", "RandomUniformLike", "RandomNormal", "RandomUniform"}, ops
+    assert model.opset_import[0].version == 9
+    assert [o.name for o in model.graph.output][-1] == "recurrent_out"
