@@ -18,7 +18,8 @@ builds: setup
 
 demo: builds
 	$(VENV)/bin/mlagents-learn $(DEMO_CONFIG) --env=builds/Balance --run-id=$(DEMO_RUN_ID) --force \
-		--num-envs=1 --base-port=5105 --no-graphics
+		--num-areas=4 --base-port=5105 --no-graphics
+	$(PY) scripts/check_run.py results/$(DEMO_RUN_ID) Balance --scene balance
 
 test: setup
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
