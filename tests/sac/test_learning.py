@@ -67,3 +67,9 @@ def test_camera_visual_reaches_threshold(tmp_path, one_thread):
         tmp_path, "camera", 40000, hyper=dict(init_entcoef=0.05, steps_per_update=1.0), net=dict(vis_encode_type="simple")
     )
     assert result.final_mean_reward >= SCENES["camera"].success_threshold, result.reward_curve
+
+
+@pytest.mark.slow
+def test_balance_with_prioritized_replay_reaches_threshold(tmp_path, one_thread):
+    result = _train(tmp_path, "balance", 12000, hyper=dict(prioritized_replay=True, per_alpha=0.6, per_beta=0.4))
+    assert result.final_mean_reward >= SCENES["balance"].success_threshold, result.reward_curve
