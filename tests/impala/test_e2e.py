@@ -33,8 +33,8 @@ behaviors:
     network_settings: {{hidden_units: %d, num_layers: 1}}
     reward_signals: {{extrinsic: {{gamma: 0.99, strength: 1.0}}}}
     max_steps: {max_steps}
-    summary_freq: 500
-    checkpoint_interval: 500
+    summary_freq: 300
+    checkpoint_interval: 300
     keep_checkpoints: 5
     time_horizon: 32
     threaded: true
@@ -54,14 +54,14 @@ def learn(tmp_path, max_steps, builds, *extra):
 
 
 def test_mlagents_learn_impala_checkpoint_resume_and_onnx(builds, tmp_path):  # noqa: F811
-    text = learn(tmp_path, 1000, builds)
+    text = learn(tmp_path, 600, builds)
     run = tmp_path / "results" / "impala"
-    assert "Step: 1000" in text
+    assert "Step: 600" in text
     assert glob.glob(str(run / "Balance" / "Balance-*.pt")) and (run / "Balance.onnx").is_file()
 
-    text = learn(tmp_path, 1500, builds, "--resume")
-    assert "Resuming from" in text and "Step: 1500" in text and "Step: 500." not in text
-    assert glob.glob(str(run / "Balance" / "Balance-15*.onnx"))
+    text = learn(tmp_path, 900, builds, "--resume")
+    assert "Resuming from" in text and "Step: 900" in text and "Step: 300." not in text
+    assert glob.glob(str(run / "Balance" / "Balance-9*.onnx"))
 
     # Restore the actor from the final checkpoint and compare with the exported file.
     scene = SCENES["balance"]()
