@@ -64,10 +64,10 @@ QUICK = Budget("quick", ("balance", "branches"), {"balance": 3000, "branches": 2
 FULL = Budget(
     "full",
     ("balance", "branches", "camera", "hybrid", "switching"),
-    {"balance": 15000, "branches": 12000, "camera": 6000, "hybrid": 12000, "switching": 12000},
+    {"balance": 20000, "branches": 10000, "camera": 5000, "hybrid": 10000, "switching": 10000},
     (0, 1, 2),
     "balance",
-    (0, 1),
+    (0,),
 )
 
 

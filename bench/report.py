@@ -93,6 +93,27 @@ def _flat(value: Any) -> bool:
     return isinstance(value, dict) and all(not isinstance(v, (dict, list)) for v in value.values())
 
 
+def _rows_table(rows: Dict[str, Dict[str, Any]], first: str) -> List[str]:
+    cols = list(dict.fromkeys(k for r in rows.values() for k in r))
+    out = [f"| {first} | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+    return out + [f"| {name} | " + " | ".join(str(r.get(c, DASH)) for c in cols) + " |" for name, r in rows.items()]
+
+
+def json_lines(value: Any) -> List[str]:
+    """Markdown for a script's JSON: scalars as a list, dicts/lists of flat records as tables, else JSON."""
+    if not isinstance(value, dict):
+        return ["```json", json.dumps(value, indent=1, sort_keys=True), "```"]
+    lines = [f"- {k}: {v}" for k, v in value.items() if not isinstance(v, (dict, list))]
+    for key, sub in value.items():
+        if isinstance(sub, dict) and sub and all(_flat(v) for v in sub.values()):
+            lines += ["", f"{key}:", ""] + _rows_table(sub, key)
+        elif isinstance(sub, list) and sub and all(_flat(v) for v in sub):
+            lines += ["", f"{key}:", ""] + _rows_table({str(i): v for i, v in enumerate(sub)}, "#")
+        elif isinstance(sub, (dict, list)):
+            lines += ["", f"{key}:", "", "```json", json.dumps(sub, indent=1, sort_keys=True), "```"]
+    return lines
+
+
 def speed_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
     """Each entry: ``name``, ``threads``, ``command``, ``rc``, ``seconds`` and ``json`` (parsed output),
     ``text`` or ``missing``.  Flat JSON objects of one script become one table, a column per thread count."""
@@ -117,7 +138,8 @@ def speed_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
             if e.get("missing"):
                 lines += [e["missing"], ""]
             elif e.get("json") is not None:
-                lines += ["```json", json.dumps(e["json"], indent=1, sort_keys=True), "```", ""]
+                threads = "" if e.get("threads") is None else f"torch threads {e['threads']}: "
+                lines += [f"{threads}output of `{e.get('command', '')}`", ""] + json_lines(e["json"]) + [""]
             else:
                 lines += ["```", (e.get("text") or "").rstrip()[-4000:], "```", ""]
     return lines

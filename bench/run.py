@@ -37,6 +37,7 @@ from bench.metrics import same_invocation, steps_to_threshold  # noqa: E402
 from bench.speed import run_speed  # noqa: E402
 
 DEFAULT_OUT = os.path.join(REPO, "bench", "results")
+DEFAULT_JOBS = max(1, min(2, os.cpu_count() or 1))
 
 
 def _init_worker(threads: int) -> None:
@@ -158,7 +159,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--trainers", nargs="+", help="only these trainers (ours by trainer_type, sac, ppo)")
     p.add_argument("--seeds", type=int, help="number of seeds (0..N-1) for in-process runs")
     p.add_argument("--steps", type=int, help="max_steps of every run (overrides the budget's per-scene steps)")
-    p.add_argument("--jobs", type=int, default=1, help="runs in parallel (1 keeps timings clean; default 1)")
+    p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                   help=f"runs in parallel, one core each (default {DEFAULT_JOBS}: min(2, cores))")
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads inside each run (default 1)")
     p.add_argument("--no-learn", action="store_true", help="skip the mlagents-learn runs")
     p.add_argument("--no-speed", action="store_true", help="skip the speed section")
@@ -215,7 +217,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(progress_line(record, done, len(jobs), time.perf_counter() - start), flush=True)
     if builds:
         shutil.rmtree(builds, ignore_errors=True)
-    speed = [] if args.no_speed else run_speed(budget.replay_rows, 300 if args.quick else 600,
+    speed = [] if args.no_speed else run_speed(budget.replay_rows, 300 if args.quick else 600, quick=args.quick,
                                                log=lambda m: print(m, flush=True))
     env["elapsed"] = _clock(time.perf_counter() - start) + f" (load average at end {os.getloadavg()[0]:.1f})"
     _write_invocation(out, env, speed, skipped)

@@ -15,6 +15,9 @@ from typing import Any, Dict, List, Optional, Sequence
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 THREADED = ("sac_speed.py", "impala_speed.py")
+#: smaller workloads for --quick, passed only when the script's --help offers the option
+QUICK_ARGS = {"sac_speed.py": ["--updates", "50"], "impala_speed.py": ["--steps", "20000"],
+              "replay_io.py": ["--repeats", "1"]}
 
 
 def parse_output(text: str) -> Optional[Any]:
@@ -52,7 +55,10 @@ def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s
         entry["missing"] = f"bench/{name} does not exist yet (written by another engineer); nothing measured."
         return entry
     offered = _help(path)
-    cmd = [sys.executable, path] + list(args)
+    cmd = [sys.executable, path]
+    for i in range(0, len(args), 2):  # (option, value) pairs the script does not offer are left out
+        if args[i] in offered:
+            cmd += list(args[i:i + 2])
     if threads is not None and "--threads" in offered:
         cmd += ["--threads", str(threads)]
     if "--json" in offered:
@@ -79,14 +85,16 @@ def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s
     return entry
 
 
-def run_speed(replay_rows: int, timeout_s: int, log=print) -> List[Dict[str, Any]]:
+def run_speed(replay_rows: int, timeout_s: int, quick: bool = False, log=print) -> List[Dict[str, Any]]:
+    """Every speed script's entries (threads 1 and 2 for the update benchmarks), in a fixed order."""
     entries = []
     for name in THREADED:
         for threads in (1, 2):
             log(f"[speed] {name} threads={threads} ...")
-            entries.append(run_script(name, [], threads, timeout_s))
+            entries.append(run_script(name, QUICK_ARGS[name] if quick else [], threads, timeout_s))
             if entries[-1].get("missing"):
                 break
     log("[speed] replay_io.py ...")
-    entries.append(run_script("replay_io.py", ["--rows", str(replay_rows), "--repeats", "3"], None, timeout_s))
+    replay_args = ["--rows", str(replay_rows)] + (QUICK_ARGS["replay_io.py"] if quick else ["--repeats", "3"])
+    entries.append(run_script("replay_io.py", replay_args, None, timeout_s))
     return entries

@@ -73,3 +73,15 @@ def test_plot_scene_writes_png(tmp_path):
     with open(path, "rb") as f:
         head = f.read(8)
     assert head == b"\x89PNG\r\n\x1a\n" and (tmp_path / "balance.png").stat().st_size > 5000
+
+
+def test_nested_speed_json_becomes_tables():
+    from bench.report import json_lines
+
+    out = "\n".join(json_lines({"scene": "balance", "summary": {"ppo": {"steps_per_s": 10.5, "final": 1.0},
+                                                               "impala": {"steps_per_s": 20.25}},
+                                "runs": [{"trainer": "ppo", "seed": 0}], "odd": {"deep": {"x": [1]}}}))
+    assert "- scene: balance" in out
+    assert "| summary | steps_per_s | final |" in out and "| impala | 20.25 | — |" in out
+    assert "| # | trainer | seed |" in out and "| 0 | ppo | 0 |" in out
+    assert '"deep"' in out  # not a table: kept as JSON
