@@ -36,6 +36,7 @@ TRAINER_NAME = "impala"
 STAT_POLICY_LAG = "IMPALA/Policy Lag"  # optimizer updates between acting and learning, mean over a batch
 STAT_PIECES_DROPPED = "IMPALA/Pieces Dropped"  # pieces discarded unused because the queue was full
 STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after the updates
+STAT_VERSION_UNMATCHED = "IMPALA/Unmatched Acting Version"  # fraction of steps whose acting version is unknown
 
 
 class ImpalaTrainer(RLTrainer):
@@ -127,6 +128,7 @@ class ImpalaTrainer(RLTrainer):
     def _learn_on(self, pieces, update_stats: Dict[str, List[float]]) -> None:
         batch = make_batch(pieces, self.hyperparameters.unroll_length)
         known = batch.acting_version != UNKNOWN_VERSION
+        update_stats[STAT_VERSION_UNMATCHED].append(1.0 - float(np.mean(known)))
         if np.any(known):
             update_stats[STAT_POLICY_LAG].append(float(np.mean(self.policy.version - batch.acting_version[known])))
         for stat, value in self.optimizer.update(batch).items():

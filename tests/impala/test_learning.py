@@ -33,6 +33,8 @@ def test_balance_improves_quickly(tmp_path):
     assert res.reward_curve[0][1] < 1.0, res.reward_curve
     assert res.final_mean_reward > 2.5, res.reward_curve
     assert res.stats["IMPALA/Policy Lag"][-1][1] >= 0.0
+    # every step's acting-time policy version was found again in the policy's log
+    assert max(v for _, v in res.stats["IMPALA/Unmatched Acting Version"]) == 0.0
 
 
 @pytest.mark.slow
