@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import Any, Dict, List, Type, Union, cast
 
 import numpy as np
+from mlagents.torch_utils import default_device, torch
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
@@ -37,6 +38,18 @@ STAT_POLICY_LAG = "IMPALA/Policy Lag"  # optimizer updates between acting and le
 STAT_PIECES_DROPPED = "IMPALA/Pieces Dropped"  # pieces discarded unused because the queue was full
 STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after the updates
 STAT_VERSION_UNMATCHED = "IMPALA/Unmatched Acting Version"  # fraction of steps whose acting version is unknown
+
+
+def bind_thread_to_default_device() -> None:
+    """Make tensors created without an explicit device in *this* thread land on ``default_device()``.
+
+    Why: mlagents applies ``--torch-device`` with ``torch.set_default_device``, which is thread-local, so
+    with ``threaded: true`` the trainer thread would create CPU tensors (normalizer updates, reward
+    signals, ``ModelUtils.list_to_tensor``) next to CUDA parameters.
+    """
+    device = default_device()
+    if device.type != "cpu" and torch.get_default_device() != device:
+        torch.set_default_device(device)
 
 
 class ImpalaTrainer(RLTrainer):
@@ -67,6 +80,10 @@ class ImpalaTrainer(RLTrainer):
             key != RewardSignalType.EXTRINSIC for key in self.trainer_settings.reward_signals
         )
         self._reported_dropped = 0
+
+    def advance(self) -> None:
+        bind_thread_to_default_device()  # no-op on CPU and after the first call in a thread
+        super().advance()
 
     # ---- intake -------------------------------------------------------------------------------
     def _process_trajectory(self, trajectory: Trajectory) -> None:
