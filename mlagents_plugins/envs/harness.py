@@ -18,6 +18,7 @@ import numpy as np
 
 from mlagents.plugins.trainer_type import register_trainer_plugins
 from mlagents.trainers.environment_parameter_manager import EnvironmentParameterManager
+from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import RunOptions
 from mlagents.trainers.simple_env_manager import SimpleEnvManager
 from mlagents.trainers.stats import StatsReporter, StatsSummary, StatsWriter
@@ -116,8 +117,14 @@ def train_in_process(
     ``max_episode_steps``, ``decision_period``); ``resume`` continues a run found in
     ``output_dir/run_id`` (checkpoints and training_status.json), as ``mlagents-learn --resume``.
     """
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps={max_steps!r} is invalid; must be a positive integer")
+    for name, value in (("max_steps", max_steps), ("num_areas", num_areas), ("final_window", final_window)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TrainerConfigError(f"train_in_process: {name}={value!r} is invalid; must be a positive integer")
+    if not isinstance(config, dict) or "trainer_type" not in config:
+        raise TrainerConfigError(
+            f"train_in_process: config must be one behavior's trainer settings as a dict with a trainer_type, "
+            f"got {config!r}"
+        )
     behavior = scene_class(scene).behavior_name
     register_trainer_plugins()
     behavior_config = dict(config)

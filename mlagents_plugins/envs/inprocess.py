@@ -3,7 +3,7 @@
 Same semantics as the scene behind gRPC (``standin.py``), without sockets: behavior ``Name?team=0``,
 terminal steps with ``interrupted`` for time-outs, fresh agent ids per episode, action masks split per
 branch (all False when a scene sets none), side channels exchanged at every reset/step (environment
-parameters and samplers in, stats out), and camera images quantised to 1/255 exactly as a PNG round
+parameters and samplers in, stats out - only if a StatsSideChannel is registered), and camera images quantised to 1/255 exactly as a PNG round
 trip gives them.  Fast: use it for unit and learning tests; use the stand-in to test the protocol.
 """
 from typing import Dict, List, Optional, Tuple
@@ -23,7 +23,7 @@ from mlagents_envs.exception import UnityActionException, UnityEnvironmentExcept
 from mlagents_envs.side_channel.side_channel import SideChannel
 from mlagents_envs.side_channel.side_channel_manager import SideChannelManager
 
-from mlagents_plugins.envs.academy import Academy, AgentInfos
+from mlagents_plugins.envs.academy import STATS_ID, Academy, AgentInfos
 
 
 def _split_branches(mask: np.ndarray, branches: Tuple[int, ...]) -> List[np.ndarray]:
@@ -70,7 +70,11 @@ class SceneEnv(BaseEnv):
         self._academy = Academy(scene, num_areas, seed, max_episode_steps, **scene_kwargs)
         self._name = self._academy.behavior_name
         self._spec = self._academy.behavior_spec
-        self._channels = SideChannelManager(list(side_channels or []))
+        channels = list(side_channels or [])
+        self._channels = SideChannelManager(channels)
+        # Unity sends stats whether or not Python listens, and UnityEnvironment then warns on every step;
+        # in-process we only deliver them to a registered stats channel (no warning flood in tests).
+        self._wants_stats = any(c.channel_id == STATS_ID for c in channels)
         self._state: Optional[Tuple[DecisionSteps, TerminalSteps]] = None
         self._action: Optional[ActionTuple] = None
         self._closed = False
@@ -90,7 +94,9 @@ class SceneEnv(BaseEnv):
         self._academy.receive_side_channels(bytes(self._channels.generate_side_channel_messages()))
         infos = run()
         self._state = infos_to_steps(infos, self._spec)
-        self._channels.process_side_channel_message(self._academy.outgoing_side_channels())
+        stats = self._academy.outgoing_side_channels()
+        if self._wants_stats:
+            self._channels.process_side_channel_message(stats)
         self._action = None
 
     def reset(self) -> None:

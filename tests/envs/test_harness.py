@@ -52,3 +52,22 @@ def test_ppo_solves_balance_within_30k_steps(tmp_path):
     assert res.final_mean_reward >= SCENES["balance"].success_threshold, res.reward_curve
     assert res.success_rate > 0.8
     assert res.reward_curve[0][1] < 2.0  # it really learned
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_steps": 0}, "max_steps=0 is invalid"),
+    ({"max_steps": 10, "num_areas": 0}, "num_areas=0 is invalid"),
+    ({"max_steps": 10, "config": {"hyperparameters": {}}}, "config must be one behavior's trainer settings"),
+])
+def test_bad_arguments_are_trainer_config_errors(tmp_path, kwargs, message):
+    from mlagents.trainers.exception import TrainerConfigError
+
+    args = dict(config=PPO, scene="balance", output_dir=str(tmp_path))
+    args.update(kwargs)
+    with pytest.raises(TrainerConfigError, match=message):
+        train_in_process(**args)
+
+
+def test_unknown_scene_is_named(tmp_path):
+    with pytest.raises(ValueError, match="scene='cartpole' is unknown; allowed: balance, branches"):
+        train_in_process(PPO, "cartpole", max_steps=10, output_dir=str(tmp_path))

@@ -15,12 +15,12 @@ def test_specs_and_first_steps():
     env = SceneEnv("camera", num_areas=2, seed=0)
     assert list(env.behavior_specs) == ["Camera?team=0"]
     spec = env.behavior_specs["Camera?team=0"]
-    assert [tuple(o.shape) for o in spec.observation_specs] == [(3, 24, 24), (2,)]
+    assert [tuple(o.shape) for o in spec.observation_specs] == [(3, 27, 27), (2,)]
     assert spec.action_spec.discrete_branches == (5,)
     env.reset()
     dec, term = env.get_steps("Camera?team=0")
     assert len(dec) == 8 and len(term) == 0
-    assert dec.obs[0].shape == (8, 3, 24, 24) and dec.obs[0].dtype == np.float32
+    assert dec.obs[0].shape == (8, 3, 27, 27) and dec.obs[0].dtype == np.float32
     assert list(dec.agent_id) == list(range(8))
     assert [m.shape for m in dec.action_mask] == [(8, 5)]
     with pytest.raises(UnityActionException):

@@ -171,17 +171,45 @@ def test_branches_taking_a_masked_action_fails_the_episode():
     np.testing.assert_allclose(res.reward, -1.01, atol=1e-6)
 
 
-def test_camera_image_shows_agent_goal_and_hazards():
+def test_camera_image_is_centred_on_the_agent():
+    from mlagents_plugins.envs.scenes.camera import CELL_PX, SIZE, VIEW
+
     scene = SCENES["camera"](num_areas=1, seed=0)
-    frame = scene.render()[0]
-    x, y = scene.pos[0]
-    row, col = (7 - y) * 3, x * 3
-    assert tuple(frame[row + 1, col + 1]) == (230, 40, 40)
-    gx, gy = scene.goal[0]
-    assert tuple(frame[(7 - gy) * 3, gx * 3]) == (40, 220, 60)
-    assert (frame.reshape(-1, 3) == [50, 70, 230]).all(axis=1).sum() == 9 * scene.hazard[0].sum()
+    frames = scene.render()
+    assert frames.shape == (4, VIEW * CELL_PX, VIEW * CELL_PX, 3)
+
+    def cell(frame, dx, dy):  # colour of the cell at offset (dx, dy) from the agent, read naively
+        row = (VIEW // 2 - dy) * CELL_PX
+        col = (VIEW // 2 + dx) * CELL_PX
+        block = frame[row:row + CELL_PX, col:col + CELL_PX].reshape(-1, 3)
+        assert (block == block[0]).all()
+        return tuple(block[0])
+
+    for i in range(4):
+        x, y = scene.pos[i]
+        gx, gy = scene.goal[i]
+        assert cell(frames[i], 0, 0) == (230, 40, 40)
+        assert cell(frames[i], gx - x, gy - y) == (40, 220, 60)
+        for hx, hy in zip(*np.nonzero(scene.hazard[i])):
+            assert cell(frames[i], hx - x, hy - y) == (50, 70, 230)
+        for dx in (-x - 1, SIZE - x):  # just left / right of the grid, when inside the view
+            if abs(dx) <= VIEW // 2:
+                assert cell(frames[i], dx, 0) == (120, 120, 120)
+    assert scene.hazard.sum() > 0
     img = scene.observe()[0][0]
     np.testing.assert_array_equal(img * 255.0, np.round(img * 255.0))  # exactly PNG-representable
+
+
+def test_camera_reward_by_hand():
+    scene = SCENES["camera"](num_areas=1, seed=0)
+    scene.hazard[:] = False
+    scene.pos[:] = [2, 2]
+    scene.goal[:] = [[4, 2], [2, 3], [0, 0], [2, 0]]  # 5x5 grid
+    moves = np.array([[4], [1], [4], [0]], dtype=np.int32)  # right, up, right, stay
+    res = scene.step(ActionTuple(discrete=moves))
+    # agent 0: one cell closer (+0.05); 1: reaches the goal; 2: one cell further (-0.05); 3: stays
+    np.testing.assert_allclose(res.reward, [0.05 - 0.01, 1.0 - 0.01 + 0.05, -0.05 - 0.01, -0.01], atol=1e-6)
+    assert list(res.success) == [False, True, False, False]
 
 
 def test_switching_reward_by_hand():

@@ -128,7 +128,7 @@ class Scene:
         self.episode_step[idx] = 0
         self.episode_return[idx] = 0.0
         # One read per agent episode, so a sampler gives every episode its own draw (Unity semantics).
-        self.difficulty[idx] = [float(np.clip(self.param(DIFFICULTY), 0.0, 1.0)) for _ in idx]
+        self.difficulty[idx] = [min(1.0, max(0.0, self.param(DIFFICULTY))) for _ in idx]
         self._reset_agents(idx)
 
     def _sanitize(self, action: ActionTuple):

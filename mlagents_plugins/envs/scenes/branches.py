@@ -29,8 +29,9 @@ USE_NOTHING = 0
 
 class BranchesScene(Scene):
     behavior_name = "Branches"
-    # The expert needs ~6 decisions on average (return ~0.94); a masked random policy scores ~ -0.45.
-    success_threshold = 0.8
+    # The expert needs ~6 decisions on average (return ~0.94); a masked random policy scores ~ -0.45;
+    # PPO (128x2, 2 areas) passes 0.7 at ~40k steps and 0.8 at ~55k.
+    success_threshold = 0.7
     default_max_episode_steps = 40
 
     @property

@@ -15,13 +15,11 @@ def in_grid(cell: np.ndarray, size: int) -> np.ndarray:
 def move_mask(pos: np.ndarray, blocked: np.ndarray) -> np.ndarray:
     """(n, 5) True where a move would leave the grid or enter a blocked cell (stay is always allowed)."""
     n, size = pos.shape[0], blocked.shape[1]
-    mask = np.zeros((n, len(MOVES)), dtype=bool)
-    for m in range(1, len(MOVES)):
-        nxt = pos + MOVES[m]
-        inside = in_grid(nxt, size)
-        cx = np.clip(nxt[:, 0], 0, size - 1)
-        cy = np.clip(nxt[:, 1], 0, size - 1)
-        mask[:, m] = ~inside | blocked[np.arange(n), cx, cy]
+    padded = np.ones((n, size + 2, size + 2), dtype=bool)  # a blocked border stands for "off the grid"
+    padded[:, 1:-1, 1:-1] = blocked
+    nxt = pos[:, None, :] + MOVES[None, :, :] + 1  # (n, 5, 2) in padded coordinates
+    mask = padded[np.arange(n)[:, None], nxt[..., 0], nxt[..., 1]]
+    mask[:, 0] = False
     return mask
 
 

@@ -27,7 +27,8 @@ SHAPING = 0.5
 
 class HybridScene(Scene):
     behavior_name = "Hybrid"
-    # The expert scores ~1.25 (grab +1 plus shaping, minus sprint costs); uniform random ~ -2.3.
+    # The expert scores ~1.25 (grab +1 plus shaping, minus sprint costs); uniform random ~ -2.3;
+    # PPO (128x2, 2 areas) passes 1.0 at ~47k steps.
     success_threshold = 1.0
     default_max_episode_steps = 50
 

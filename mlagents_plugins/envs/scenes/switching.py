@@ -31,7 +31,8 @@ SWITCH_COST = "switch_cost"
 
 class SwitchingScene(Scene):
     behavior_name = "Switching"
-    # The expert (which re-plans only every few decisions) scores ~3.6; uniform random ~ -11.
+    # The expert (which re-plans only every few decisions) scores ~3.6; uniform random ~ -11;
+    # PPO (128x2, 2 areas) passes 2.5 at ~55k steps and ~3.1 at 100k.
     success_threshold = 2.5
     default_max_episode_steps = 150
     parameter_defaults = {DIFFICULTY: 1.0, SWITCH_COST: -1.0}  # -1 = derive from difficulty
