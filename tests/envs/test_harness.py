@@ -71,3 +71,17 @@ def test_bad_arguments_are_trainer_config_errors(tmp_path, kwargs, message):
 def test_unknown_scene_is_named(tmp_path):
     with pytest.raises(ValueError, match="scene='cartpole' is unknown; allowed: balance, branches"):
         train_in_process(PPO, "cartpole", max_steps=10, output_dir=str(tmp_path))
+
+
+def test_curriculum_moves_the_scene_difficulty(tmp_path):
+    curriculum = {"difficulty": {"curriculum": [
+        {"name": "easy", "value": 0.0,
+         "completion_criteria": {"behavior": "Branches", "measure": "progress", "threshold": 0.3}},
+        {"name": "hard", "value": 1.0},
+    ]}}
+    res = train_in_process(dict(PPO, summary_freq=500), "branches", max_steps=3000, output_dir=str(tmp_path),
+                           environment_parameters=curriculum)
+    difficulty = res.stats["Scene/Difficulty"]
+    assert difficulty[0][1] == 0.0 and difficulty[-1][1] == 1.0, difficulty
+    lessons = [v for _, v in res.stats["Environment/Lesson Number/difficulty"]]
+    assert lessons[0] == 0.0 and lessons[-1] == 1.0
