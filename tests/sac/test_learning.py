@@ -73,3 +73,15 @@ def test_camera_visual_reaches_threshold(tmp_path, one_thread):
 def test_balance_with_prioritized_replay_reaches_threshold(tmp_path, one_thread):
     result = _train(tmp_path, "balance", 12000, hyper=dict(prioritized_replay=True, per_alpha=0.6, per_beta=0.4))
     assert result.final_mean_reward >= SCENES["balance"].success_threshold, result.reward_curve
+
+
+def test_threaded_trainer_runs_and_updates(tmp_path, one_thread):
+    cfg = copy.deepcopy(BASE)
+    cfg["threaded"] = True
+    cfg["hyperparameters"].update(buffer_init_steps=200, steps_per_update=4.0, batch_size=32)
+    cfg["network_settings"].update(hidden_units=16, num_layers=1)
+    cfg["summary_freq"] = 400
+    result = train_in_process(cfg, "balance", max_steps=1200, seed=0, num_areas=1, output_dir=str(tmp_path))
+    assert result.steps >= 1200
+    updates = result.stats["Replay/Updates"]
+    assert updates[-1][1] >= (800 - 200) / 4  # updates kept up with the env while running in its own thread
