@@ -191,10 +191,16 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
 
     def replay_extra(self) -> dict:
         """Counters saved next to the rows so a resumed run continues the exact update ratio."""
+        updates, rs_updates = self.num_updates, self.num_reward_signal_updates
+        if not self.should_still_train:
+            # Steps of the chunk that crossed max_steps came after training stopped: they owe no updates, so a
+            # run resumed with a larger max_steps does not start with a burst for them.
+            updates = max(updates, self._updates_due(self.hyperparameters.steps_per_update))
+            rs_updates = max(rs_updates, self._updates_due(self.hyperparameters.reward_signal_steps_per_update))
         return {
             EXTRA_STEP: int(self._step),
-            EXTRA_UPDATES: int(self.num_updates),
-            EXTRA_RS_UPDATES: int(self.num_reward_signal_updates),
+            EXTRA_UPDATES: int(updates),
+            EXTRA_RS_UPDATES: int(rs_updates),
             EXTRA_TRAINER: self.get_trainer_name(),
             EXTRA_RNG: self.rng.bit_generator.state,
         }

@@ -174,7 +174,7 @@ def test_resume_with_mismatched_spec_stops(tmp_path):
     first.save_model()
     from mlagents_plugins.replay.errors import ReplaySpecMismatchError
 
-    with pytest.raises((ReplaySpecMismatchError, RuntimeError)):
+    with pytest.raises(ReplaySpecMismatchError, match="obs_0"):
         make_trainer(make_spec(obs_shapes=((4,),)), tmp_path, load=True, save_replay_buffer=True)
 
 
@@ -187,3 +187,19 @@ def test_init_replay_from_other_run_id(tmp_path):
     assert second.replay.size == 21 and second.get_step == 0
     np.testing.assert_array_equal(second.replay.gather(np.arange(21))[R.REWARD], first.replay.gather(np.arange(21))[R.REWARD])
     assert BufferKey.ENVIRONMENT_REWARDS  # keys module imported for readers
+
+
+def test_steps_after_max_steps_owe_no_updates_on_resume(tmp_path):
+    spec = make_spec()
+    kw = dict(batch_size=8, steps_per_update=2.0, save_replay_buffer=True)
+    first = make_trainer(spec, tmp_path, max_steps=30, **kw)
+    _run(first, spec, np.random.default_rng(0), 6)  # 42 steps; training stops after the chunk crossing 30
+    assert not first.should_still_train and first.num_updates < first.get_step // 2
+    first.save_model()
+    second = make_trainer(spec, tmp_path, load=True, max_steps=100, **kw)
+    assert second.num_updates == second.get_step // 2  # no burst owed for the steps past max_steps
+    calls = []
+    orig = second.update_once
+    second.update_once = lambda: calls.append(1) or orig()
+    _run(second, spec, np.random.default_rng(1), 1)
+    assert len(calls) == (second.get_step // 2) - (42 // 2) == 3
