@@ -101,8 +101,10 @@ class FastSACOptimizer(TorchOptimizer):
 
     def _actor(self, obs: List[torch.Tensor], mask: Optional[torch.Tensor]):
         """Sampled action and log-probs: (cont action [B,C] | None, log pi_cont [B] | None, log p_disc [B,A] | None)."""
-        action, run_out, _ = self.policy.actor.get_action_and_stats(obs, masks=mask)
-        lp = run_out["log_probs"]
+        # The actor's body and action model directly: get_action_and_stats would also build numpy env actions.
+        actor = self.policy.actor
+        encoding, _ = actor.network_body(obs)
+        action, lp, _ = actor.action_model(encoding, mask)
         cont = action.continuous_tensor if self.action_spec.continuous_size > 0 else None
         lp_c = lp.continuous_tensor.sum(dim=1) if self.action_spec.continuous_size > 0 else None
         lp_d = lp.all_discrete_tensor if self.branches else None
