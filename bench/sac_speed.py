@@ -171,18 +171,21 @@ def minimal_step(rows: int, seed: int = 0) -> Callable[[], None]:
     return step
 
 
-def time_steps(step: Callable[[], None], updates: int, warmup: int = 10) -> float:
-    """Median over 5 blocks of the mean ms per step (robust to other processes on a shared machine)."""
-    for _ in range(warmup):
-        step()
-    block = max(1, updates // 5)
-    means = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(block):
+def time_interleaved(steps: Dict[str, Callable[[], None]], updates: int, warmup: int = 10) -> Dict[str, float]:
+    """ms per step of each variant: median over 5 blocks, the variants' blocks interleaved (A B C A B C ...)
+    so a busy shared machine slows every variant alike and the ratios stay comparable."""
+    for step in steps.values():
+        for _ in range(warmup):
             step()
-        means.append((time.perf_counter() - t0) / block * 1000.0)
-    return float(np.median(means))
+    block = max(1, updates // 5)
+    means: Dict[str, list] = {k: [] for k in steps}
+    for _ in range(5):
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            for _ in range(block):
+                step()
+            means[name].append((time.perf_counter() - t0) / block * 1000.0)
+    return {k: float(np.median(v)) for k, v in means.items()}
 
 
 def main() -> Dict[str, float]:
@@ -202,12 +205,13 @@ def main() -> Dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         builtin = _make_trainer("sac", spec, args.rows, tmp)
         builtin_bytes = _fill(builtin, trajs)
-        ms_builtin = time_steps(builtin_step(builtin), args.updates)
-        del builtin
         ours = _make_trainer("fast_sac", spec, args.rows, tmp)
         ours_bytes = _fill(ours, trajs)
-        ms_ours = time_steps(ours.update_once, args.updates)
-    ms_minimal = time_steps(minimal_step(args.rows), args.updates)
+        ms = time_interleaved(
+            {"builtin": builtin_step(builtin), "fast_sac": ours.update_once, "minimal": minimal_step(args.rows)},
+            args.updates,
+        )
+    ms_builtin, ms_ours, ms_minimal = ms["builtin"], ms["fast_sac"], ms["minimal"]
     result = {
         "threads": args.threads,
         "batch_size": BATCH,
