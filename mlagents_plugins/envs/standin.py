@@ -281,13 +281,15 @@ class StandIn:
 
     def serve(self) -> int:
         """Run until the trainer closes; returns the exit code."""
-        academy_spec_sent = False
+        brain_parameters_sent = False
         reply = self.handshake()
-        assert self.academy is not None
         academy = self.academy
+        if academy is None:
+            raise RuntimeError("handshake finished without creating the scene")
         spec = academy.behavior_spec
         n_decisions = 0
         steps = 0
+        started = False  # a STEP before the first RESET starts the scene, like Unity's first academy step
         while True:
             if reply.header.status != 200:
                 logger.info(f"the trainer closed the environment (status {reply.header.status})")
@@ -297,10 +299,13 @@ class StandIn:
             if rl_in.command == QUIT:
                 logger.info("QUIT received")
                 return EXIT_OK
-            if rl_in.command == RESET or n_decisions == 0:
+            if rl_in.command == RESET or not started:
                 infos = academy.reset()
+                started = True
             elif rl_in.command == STEP:
-                sent = rl_in.agent_actions[academy.behavior_name].value if academy.behavior_name in rl_in.agent_actions else []
+                sent = []
+                if academy.behavior_name in rl_in.agent_actions:
+                    sent = rl_in.agent_actions[academy.behavior_name].value
                 if len(sent) != n_decisions:
                     logger.warning(f"expected actions for {n_decisions} agents, got {len(sent)}; missing ones are zero")
                 infos = academy.step(actions_from_protos(sent, spec.action_spec, n_decisions))
@@ -315,11 +320,11 @@ class StandIn:
             rl_out = out.unity_output.rl_output
             rl_out.agentInfos[academy.behavior_name].value.extend(agent_info_protos(infos, spec))
             rl_out.side_channel = academy.outgoing_side_channels()
-            if not academy_spec_sent:
+            if not brain_parameters_sent:
                 out.unity_output.rl_initialization_output.brain_parameters.append(
                     brain_parameters_proto(academy.behavior_name, spec.action_spec)
                 )
-                academy_spec_sent = True
+                brain_parameters_sent = True
             reply = self._exchange(out, self.args.timeout_wait)
 
     def close(self) -> None:
