@@ -54,6 +54,10 @@ class TaacOptimizer(TorchOptimizer):
         self.target_critic: TaacCritic = copy.deepcopy(self.q_networks)
         self.target_critic.requires_grad_(False)
         self.gammas = torch.tensor([self.reward_signals[n].gamma for n in self.stream_names], dtype=torch.float32)
+        # 0 for providers that ignore episode ends (curiosity, RND): their return bootstraps through a terminal.
+        self.use_done = torch.tensor(
+            [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names], dtype=torch.float32
+        )
         self.action_target_entropy = -h.action_target_entropy_scale * self.actor.action_size
         self.switch_target_entropy = float(h.switch_target_entropy)
         self.decay_learning_rate = ModelUtils.DecayedValue(
@@ -74,6 +78,28 @@ class TaacOptimizer(TorchOptimizer):
     def _sync_target_normalization(self) -> None:
         for online, target in zip(self.critic.replicas, self.target_critic.replicas):
             target.network_body.copy_normalization(online.network_body)
+
+    def stream_targets(self, batch: TaacBatch, v_tp1: torch.Tensor, fresh_switch: torch.Tensor) -> torch.Tensor:
+        """``[B, L, K]`` compare-through targets, per stream with its own gamma (and done handling).
+
+        :param v_tp1: ``[B, L, K]`` bootstrap values at ``s_{t+1}``; :param fresh_switch: ``[B, L]`` bool.
+        """
+        switch_t = batch.switch.bool() | fresh_switch.bool()
+        terminal = batch.terminal.float()
+        return torch.stack(
+            [
+                losses.compare_through_returns(
+                    batch.rewards[..., k],
+                    self.gammas[k] * (1.0 - terminal * self.use_done[k]),
+                    v_tp1[..., k],
+                    switch_t,
+                    batch.terminal,
+                    batch.valid,
+                )
+                for k in range(len(self.stream_names))
+            ],
+            dim=-1,
+        )
 
     def update(self, batch: TaacBatch, num_sequences: int = 0) -> Dict[str, float]:  # type: ignore[override]
         h = self.hyperparameters
@@ -116,22 +142,7 @@ class TaacOptimizer(TorchOptimizer):
             ).reshape(B, L, -1)
 
             # 3. Compare-through targets per reward stream.
-            switch_t = batch.switch.bool() | fresh_switch.reshape(B, L)
-            not_terminal = (~batch.terminal.bool()).float()
-            returns = torch.stack(
-                [
-                    losses.compare_through_returns(
-                        batch.rewards[..., k],
-                        self.gammas[k] * not_terminal,
-                        v_tp1[..., k],
-                        switch_t,
-                        batch.terminal,
-                        batch.valid,
-                    )
-                    for k in range(len(self.stream_names))
-                ],
-                dim=-1,
-            ).reshape(n, -1)
+            returns = self.stream_targets(batch, v_tp1, fresh_switch.reshape(B, L)).reshape(n, -1)
         q_t = critic(obs, tau)  # [R, N, K]
         critic_loss = sum(
             losses.critic_loss(q_t[..., k], returns[:, k], valid) for k in range(len(self.stream_names))

@@ -181,3 +181,18 @@ def test_sample_batch_with_two_reward_streams(tmp_path):
     out = trainer.update_once()
     assert np.isfinite(out[stats.CRITIC_LOSS]) and np.isfinite(out[stats.ACTOR_LOSS])
     torch.testing.assert_close(trainer.optimizer.gammas, torch.tensor([0.9, 0.5]))
+    torch.testing.assert_close(trainer.optimizer.use_done, torch.tensor([1.0, 0.0]))  # curiosity ignores done
+
+    # Targets per stream: a terminal at row 1 cuts the extrinsic return but not curiosity's (ignore_done).
+    b1 = TaacBatch(
+        obs=batch.obs, next_obs=batch.next_obs, tau_prev=batch.tau_prev, tau=batch.tau,
+        switch=torch.tensor([[False, False, False]]), rewards=torch.tensor([[[1.0, 10.0], [2.0, 20.0], [0.0, 0.0]]]),
+        terminal=torch.tensor([[False, True, False]]), valid=torch.tensor([[True, True, False]]),
+    )
+    v = torch.tensor([[[5.0, 50.0], [7.0, 70.0], [0.0, 0.0]]])
+    g = trainer.optimizer.stream_targets(b1, v, torch.zeros(1, 3, dtype=torch.bool))
+    torch.testing.assert_close(g[0, 1], torch.tensor([2.0, 20.0 + 0.5 * 70.0]))
+    torch.testing.assert_close(g[0, 0], torch.tensor([1.0 + 0.9 * 2.0, 10.0 + 0.5 * (20.0 + 0.5 * 70.0)]))
+    # A fresh switch at row 1 makes row 0 bootstrap from its own v_tp1.
+    g = trainer.optimizer.stream_targets(b1, v, torch.tensor([[False, True, False]]))
+    torch.testing.assert_close(g[0, 0], torch.tensor([1.0 + 0.9 * 5.0, 10.0 + 0.5 * 50.0]))
