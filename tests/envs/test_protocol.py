@@ -200,3 +200,41 @@ def test_write_builds_launchers(tmp_path):
     assert os.access(path, os.X_OK)
     out = subprocess.run([str(path), "--bogus"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "unrecognized arguments: --bogus" in out.stderr
+
+
+HELPER = """
+import sys, time
+from mlagents_envs.environment import UnityEnvironment
+env = UnityEnvironment(sys.argv[1], base_port=int(sys.argv[2]), no_graphics=True, timeout_wait=30)
+env.reset()
+print(env._process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\tZ" not in next(line for line in f if line.startswith("State:"))
+    except (FileNotFoundError, StopIteration):
+        return False
+
+
+def test_standin_exits_when_the_trainer_process_is_killed(builds):
+    import signal
+    import sys
+
+    trainer = subprocess.Popen([sys.executable, "-c", HELPER, os.path.join(builds, "Balance"), str(free_base_port())],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        pid = int(trainer.stdout.readline())
+        assert _alive(pid)
+        trainer.send_signal(signal.SIGKILL)  # no goodbye, no close: the server just vanishes
+        trainer.wait(timeout=10)
+        deadline = time.time() + 20
+        while _alive(pid) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pid), "the stand-in kept running after its trainer was killed"
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
