@@ -33,6 +33,7 @@ from mlagents_plugins.muzero.targets import (
 )
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.replay.buffer import ReplayBuffer
+from mlagents_plugins.replay.prioritized import importance_weights
 from mlagents_plugins.sac import losses as S
 from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
 
@@ -48,6 +49,7 @@ STAT_VALUE_TARGET = "MuZero/Value Target"
 STAT_PRIORITY_MEAN = "MuZero/Priority Mean"
 STAT_PRIORITY_MAX = "MuZero/Priority Max"
 STAT_MODEL_UPDATES = "MuZero/Model Updates"
+STAT_PER_BETA = "MuZero/PER Beta"
 STAT_Q1_LOSS = "Losses/Q1 Loss"
 STAT_Q2_LOSS = "Losses/Q2 Loss"
 STAT_POLICY_LOSS_RL = "Losses/Policy Loss"
@@ -176,14 +178,18 @@ class MuZeroReprOptimizer(TorchOptimizer):
             for b_target, b in zip(self.target_model.buffers(), self.model.buffers()):
                 b_target.copy_(b)
 
-    def sample_model_batch(self, replay: ReplayBuffer, rng: np.random.Generator) -> ModelBatch:
+    def sample_model_batch(
+        self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
+    ) -> ModelBatch:
+        """``per_beta``: importance-sampling exponent (default the setting; the trainer anneals it to 1)."""
         hp = self.hp
         K, n, B = hp.num_unroll_steps, hp.td_steps, hp.batch_size
         W = K + n
         if hp.prioritized_replay:
             starts, probs = replay.sample_prioritized(B, rng)
-            w = (replay.size * np.asarray(probs, dtype=np.float64)) ** (-hp.per_beta)
-            weights = torch.as_tensor(w / w.max(), dtype=torch.float32, device=self.device)
+            beta = hp.per_beta if per_beta is None else per_beta
+            w = importance_weights(probs, replay.size, beta)
+            weights = torch.as_tensor(np.asarray(w), dtype=torch.float32, device=self.device)
         else:
             starts = replay.sample_indices(B, rng)
             weights = torch.ones(B, device=self.device)
@@ -283,9 +289,11 @@ class MuZeroReprOptimizer(TorchOptimizer):
             latent_norms = [o.latent.norm(dim=-1).mean() for o in outs]
         return total, parts, value_err_b, latent_norms, tg
 
-    def update_model(self, replay: ReplayBuffer, rng: np.random.Generator) -> Dict[str, float]:
+    def update_model(
+        self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
+    ) -> Dict[str, float]:
         hp = self.hp
-        batch = self.sample_model_batch(replay, rng)
+        batch = self.sample_model_batch(replay, rng, per_beta)
         total, parts, value_err_b, latent_norms, tg = self.model_loss(batch)
         self.model_opt.zero_grad()
         total.backward()
@@ -312,6 +320,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             replay.update_priorities(batch.starts, pr)
             stats[STAT_PRIORITY_MEAN] = float(pr.mean())
             stats[STAT_PRIORITY_MAX] = float(pr.max())
+            stats[STAT_PER_BETA] = float(hp.per_beta if per_beta is None else per_beta)
         stats[STAT_MODEL_UPDATES] = float(self.num_model_updates)
         return stats
 

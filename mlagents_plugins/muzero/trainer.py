@@ -51,12 +51,18 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
     def create_optimizer(self) -> MuZeroReprOptimizer:
         return MuZeroReprOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
 
+    def per_beta(self) -> float:
+        """PER importance-sampling exponent, annealed linearly from ``per_beta`` to 1 at ``max_steps``."""
+        frac = min(1.0, self._step / max(1, self.trainer_settings.max_steps))
+        b0 = self.muzero_settings.per_beta
+        return b0 + (1.0 - b0) * frac
+
     def update_once(self) -> Dict[str, float]:
         hp = self.muzero_settings
         opt = cast(MuZeroReprOptimizer, self.optimizer)
         stats: Dict[str, float] = {}
         if self.num_updates % hp.model_update_interval == 0:
             for _ in range(hp.model_updates_per_interval):
-                stats.update(opt.update_model(self.replay, self.rng))
+                stats.update(opt.update_model(self.replay, self.rng, self.per_beta()))
         stats.update(opt.update_rl(self.replay, self.rng))
         return stats

@@ -103,3 +103,20 @@ def test_target_model_copies_normaliser_statistics(tmp_path):
     # weights moved only half way (tau = 0.5), so they still differ from the online model
     params = dict(opt.model.named_parameters())
     assert any(not torch.equal(p, params[n]) for n, p in opt.target_model.named_parameters())
+
+
+def test_importance_weights_use_annealed_beta(tmp_path):
+    spec = spec_with(((4,),), 1, ())
+    trainer = make_trainer(spec, tmp_path, prioritized_replay=True, per_beta=0.4)
+    fill(trainer, spec, np.random.default_rng(7))
+    rows = trainer.replay.size
+    trainer.replay.update_priorities(np.arange(rows), np.linspace(0.1, 3.0, rows))
+    trainer._step = trainer.trainer_settings.max_steps // 2
+    assert trainer.per_beta() == pytest.approx(0.7)
+    batch = trainer.optimizer.sample_model_batch(trainer.replay, np.random.default_rng(9), trainer.per_beta())
+    pri = trainer.replay.priorities.priorities(batch.starts)
+    total = trainer.replay.priorities.total
+    w = [(rows * p / total) ** -0.7 for p in pri]
+    assert np.allclose(batch.weights_b.numpy(), np.array(w) / max(w), rtol=1e-5)
+    stats = trainer.update_once()
+    assert stats[O.STAT_PER_BETA] == pytest.approx(0.7)
