@@ -61,7 +61,8 @@ def test_mlagents_learn_impala_checkpoint_resume_and_onnx(builds, tmp_path):  # 
 
     text = learn(tmp_path, 900, builds, "--resume")
     assert "Resuming from" in text and "Step: 900" in text and "Step: 300." not in text
-    assert glob.glob(str(run / "Balance" / "Balance-9*.onnx"))
+    steps = [int(os.path.basename(p)[len("Balance-"):-len(".onnx")]) for p in glob.glob(str(run / "Balance" / "Balance-*.onnx"))]
+    assert max(steps) >= 900  # the resumed run wrote its own final checkpoint (steps jump by up to 8 agents x 2 envs)
 
     # Restore the actor from the final checkpoint and compare with the exported file.
     scene = SCENES["balance"]()
