@@ -2,7 +2,7 @@
 from typing import List, Optional
 
 import numpy as np
-from mlagents.trainers.settings import NetworkSettings, RewardSignalSettings, RewardSignalType, TrainerSettings
+from mlagents.trainers.settings import NetworkSettings, RewardSignalType, TrainerSettings
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trajectory import AgentExperience, Trajectory
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
