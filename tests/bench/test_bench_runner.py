@@ -58,3 +58,31 @@ def test_progress_line_reports_threshold_and_eta():
     assert "fast_sac" in line and "seed 1" in line and "reached at 200" in line and "ETA ~1:00" in line
     failed = progress_line(rec("sac", 0, [], error="RuntimeError: x"), 1, 4, 10.0)
     assert "FAILED RuntimeError: x" in failed
+
+
+def _write_out(tmp_path, invocation_of_runs):
+    import json
+
+    (tmp_path / "runs").mkdir()
+    env = {"invocation": "inv-A", "date": "2026-11-21 22:00 UTC", "machine": "2 cores"}
+    (tmp_path / "invocation.json").write_text(json.dumps({"environment": env, "speed": [], "skipped": []}))
+    for r in (rec("fast_sac", 0, [[100, 1.0, 0.5], [200, 2.0, 1.5]], invocation=invocation_of_runs, final=1.0),
+              rec("sac", 0, [[100, 3.0, 0.1], [200, 6.0, 0.2]], invocation=invocation_of_runs, final=0.2)):
+        (tmp_path / "runs" / f"{r['mode']}__{r['scene']}__{r['trainer']}__seed0.json").write_text(json.dumps(r))
+
+
+def test_write_report_renders_the_one_invocation_on_disk(tmp_path):
+    from bench.run import write_report
+
+    _write_out(tmp_path, "inv-A")
+    text = open(write_report(str(tmp_path))).read()
+    assert "`inv-A`" in text and "| balance | **fast_sac** | sac |" in text
+    assert (tmp_path / "balance.png").stat().st_size > 5000
+
+
+def test_write_report_refuses_runs_of_another_invocation(tmp_path):
+    from bench.run import write_report
+
+    _write_out(tmp_path, "inv-OLD")
+    with pytest.raises(ValueError, match="another invocation"):
+        write_report(str(tmp_path))
