@@ -43,6 +43,11 @@ class TwinQ(nn.Module):
         q2, _ = self.q2(obs, actions=cont_actions)
         return self._stack(q1, b), self._stack(q2, b)
 
+    def first(self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None) -> torch.Tensor:
+        """Q1 alone as [B, S, A] (the actor's objective, as in TD3 and ML-Agents' SAC)."""
+        q1, _ = self.q1(obs, actions=cont_actions)
+        return self._stack(q1, obs[0].shape[0])
+
     def copy_normalization_from(self, body) -> None:
         self.q1.network_body.copy_normalization(body)
         self.q2.network_body.copy_normalization(body)

@@ -94,6 +94,7 @@ class FastSACOptimizer(TorchOptimizer):
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
         )
         self._normalize = policy.network_settings.normalize
+        self.actor_q1_only = not hp.actor_min_q
 
     @property
     def critic(self):
@@ -138,11 +139,11 @@ class FastSACOptimizer(TorchOptimizer):
         for p in self._q_params:
             p.requires_grad_(False)
         try:
-            qp1, qp2 = self.q(batch.obs, a_pi)
+            q_pi = self.q.first(batch.obs, a_pi) if self.actor_q1_only else torch.minimum(*self.q(batch.obs, a_pi))
         finally:
             for p in self._q_params:
                 p.requires_grad_(True)
-        pi_loss = L.policy_loss(torch.minimum(qp1, qp2), lp_c, lp_d, alpha_c, alpha_d, self.branches)
+        pi_loss = L.policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, self.branches)
         target_disc = self.target_entropy_disc
         if self.branches and batch.action_mask is not None:
             target_disc = L.masked_target_entropy(batch.action_mask, self.branches, self.discrete_entropy_scale)

@@ -6,9 +6,9 @@ import torch
 from helpers import make_spec, make_trainer, make_trajectory
 
 
-def _filled_trainer(tmp_path, **spec_kw):
+def _filled_trainer(tmp_path, actor_min_q=False, **spec_kw):
     spec = make_spec(**spec_kw)
-    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6)
+    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6, actor_min_q=actor_min_q)
     rng = np.random.default_rng(1)
     for i in range(4):
         trainer._process_trajectory(make_trajectory(spec, 9, rng, done=i % 2 == 0))
@@ -20,9 +20,10 @@ def _grads(loss, params):
     return [x is not None and bool(torch.any(x != 0)) for x in g]
 
 
+@pytest.mark.parametrize("actor_min_q", [False, True])
 @pytest.mark.parametrize("spec_kw", [dict(cont=2), dict(cont=0, branches=(3, 2)), dict(cont=1, branches=(2,))])
-def test_each_loss_reaches_only_its_own_parameters(tmp_path, spec_kw):
-    trainer = _filled_trainer(tmp_path, **spec_kw)
+def test_each_loss_reaches_only_its_own_parameters(tmp_path, spec_kw, actor_min_q):
+    trainer = _filled_trainer(tmp_path, actor_min_q=actor_min_q, **spec_kw)
     opt = trainer.optimizer
     out = opt.compute_losses(trainer.sample_batch())
     actor = [p for p in trainer.policy.actor.parameters() if p.requires_grad]

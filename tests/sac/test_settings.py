@@ -61,3 +61,10 @@ def test_recurrent_policy_rejected_at_start_up(tmp_path):
 def test_init_replay_from_missing_file_is_a_config_error(tmp_path):
     with pytest.raises(TrainerConfigError, match="init_replay_from.*does not exist"):
         make_trainer(make_spec(), tmp_path, init_replay_from="no_such_run")
+
+
+def test_non_bool_flags_rejected_when_built_directly():
+    # (from YAML, cattr has already turned the value into a bool before validation)
+    for field in ("actor_min_q", "prioritized_replay", "save_replay_buffer"):
+        with pytest.raises(TrainerConfigError, match=f"hyperparameters.{field} = 'yes' is invalid: it must be true or false"):
+            FastSACSettings(**{field: "yes"})
