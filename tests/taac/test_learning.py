@@ -1,4 +1,5 @@
-"""Learning runs (slow): balance reaches its threshold; on "switching" taac beats fast_sac at the same budget.
+"""Learning runs (slow): balance reaches its threshold; on "switching" taac beats fast_sac at the same budget
+(higher mean reward over the run) and reaches the scene's threshold.
 
 Budgets and configs are the ones measured in docs/taac.md (one seed, in-process scenes, 1 CPU thread).
 """
@@ -48,4 +49,8 @@ def test_switching_taac_beats_fast_sac_at_same_budget(tmp_path):
     sac_cfg = _config("fast_sac", dict(COMMON, buffer_init_steps=1000, tau=0.005, init_entcoef=0.1), 2500)
     sac = _train(sac_cfg, "switching", steps, tmp_path, "sac")
     assert taac.final_mean_reward >= SCENES["switching"].success_threshold, taac.reward_curve
-    assert taac.final_mean_reward > sac.final_mean_reward, (taac.reward_curve, sac.reward_curve)
+    # "Beats" = more reward over the whole budget (mean of the reward curve, i.e. sample efficiency).  The
+    # final values are close (seed 0: 3.25 vs 3.09; seed 1: 3.47 vs 3.38), the curve means are not
+    # (2.31 vs 0.52; 2.04 vs 0.44): TAAC's held actions avoid the early switch-cost losses.
+    mean = lambda res: sum(r for _, r in res.reward_curve) / len(res.reward_curve)
+    assert mean(taac) > mean(sac) + 0.5, (taac.reward_curve, sac.reward_curve)
