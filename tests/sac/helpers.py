@@ -4,7 +4,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
-from mlagents.trainers.settings import TrainerSettings
+from mlagents.trainers.settings import EncoderType, TrainerSettings
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trajectory import AgentExperience, Trajectory
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
@@ -71,7 +71,13 @@ def make_trajectory(
 
 
 def make_trainer(
-    spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0, max_steps: int = 10000, **hyper
+    spec: BehaviorSpec,
+    tmp_path,
+    load: bool = False,
+    seed: int = 0,
+    max_steps: int = 10000,
+    encoder: str = "simple",
+    **hyper,
 ) -> FastSACTrainer:
     hp = dict(batch_size=8, buffer_size=200, buffer_init_steps=0, steps_per_update=1.0)
     hp.update(hyper)
@@ -80,6 +86,7 @@ def make_trainer(
     )
     settings.network_settings.hidden_units = 16
     settings.network_settings.num_layers = 1
+    settings.network_settings.vis_encode_type = EncoderType(encoder)
     trainer = FastSACTrainer("B", 10, settings, True, load, seed, str(tmp_path / "B"))
     behavior_id = BehaviorIdentifiers.from_name_behavior_id("B?team=0")
     policy = trainer.create_policy(behavior_id, spec)
