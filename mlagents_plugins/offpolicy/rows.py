@@ -133,5 +133,6 @@ def rows_to_agent_buffer(spec: BehaviorSpec, rows: Mapping[str, np.ndarray]) -> 
 
 
 def gather_obs(rows: Mapping[str, np.ndarray], n_obs: int, next_: bool, device: torch.device) -> List[torch.Tensor]:
+    """The ``obs_i`` (or ``next_obs_i``) fields of gathered rows as ML-Agents' observation list on ``device``."""
     name = next_obs_field if next_ else obs_field
     return [obs_to_tensor(rows[name(i)], device) for i in range(n_obs)]
