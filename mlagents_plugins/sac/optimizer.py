@@ -94,7 +94,8 @@ class FastSACOptimizer(TorchOptimizer):
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
         )
         self._normalize = policy.network_settings.normalize
-        self.actor_q1_only = not hp.actor_min_q
+        use_min = hp.actor_min_q if hp.actor_min_q is not None else len(self.branches) > 0
+        self.actor_q1_only = not use_min
 
     @property
     def critic(self):

@@ -66,5 +66,11 @@ def test_init_replay_from_missing_file_is_a_config_error(tmp_path):
 def test_non_bool_flags_rejected_when_built_directly():
     # (from YAML, cattr has already turned the value into a bool before validation)
     for field in ("actor_min_q", "prioritized_replay", "save_replay_buffer"):
-        with pytest.raises(TrainerConfigError, match=f"hyperparameters.{field} = 'yes' is invalid: it must be true or false"):
+        with pytest.raises(TrainerConfigError, match=f"hyperparameters.{field} = 'yes' is invalid: it must be true"):
             FastSACSettings(**{field: "yes"})
+
+
+def test_actor_min_q_automatic_default_follows_action_kind(tmp_path):
+    assert make_trainer(make_spec(cont=2), tmp_path / "c").optimizer.actor_q1_only
+    assert not make_trainer(make_spec(cont=0, branches=(2,)), tmp_path / "d").optimizer.actor_q1_only
+    assert not make_trainer(make_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.actor_q1_only
