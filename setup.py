@@ -38,7 +38,7 @@ setup(
         "onnx==1.15.0",
         "Pillow>=4.2.1",
     ],
-    extras_require={"test": ["pytest>=7", "onnxruntime>=1.15"], "bench": ["matplotlib>=3.5"]},
+    extras_require={"test": ["pytest>=7", "onnxruntime>=1.15", "matplotlib>=3.5"], "bench": ["matplotlib>=3.5"]},
     entry_points={
         "mlagents.trainer_type": TRAINER_ENTRY_POINTS,
         # Loaded by every mlagents-learn run: restores the TorchScript ONNX exporter (see onnx_export.py)
