@@ -75,6 +75,7 @@ def test_balance_with_prioritized_replay_reaches_threshold(tmp_path, one_thread)
     assert result.final_mean_reward >= SCENES["balance"].success_threshold, result.reward_curve
 
 
+@pytest.mark.slow  # 1 s to 45 s wall from run to run (env and trainer threads share the GIL)
 def test_threaded_trainer_runs_and_updates(tmp_path, one_thread):
     cfg = copy.deepcopy(BASE)
     cfg["threaded"] = True
