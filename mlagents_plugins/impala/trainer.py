@@ -11,7 +11,6 @@ from collections import defaultdict
 from typing import Any, Dict, List, Type, Union, cast
 
 import numpy as np
-from mlagents.torch_utils import default_device, torch
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
@@ -25,6 +24,7 @@ from mlagents.trainers.trainer.rl_trainer import RLTrainer
 from mlagents.trainers.trajectory import Trajectory
 
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
+from mlagents_plugins.torch_device import bind_thread_to_default_device
 from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_trajectory, make_batch, merge_sources
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
@@ -38,18 +38,6 @@ STAT_POLICY_LAG = "IMPALA/Policy Lag"  # optimizer updates between acting and le
 STAT_PIECES_DROPPED = "IMPALA/Pieces Dropped"  # pieces discarded unused because the queue was full
 STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after the updates
 STAT_VERSION_UNMATCHED = "IMPALA/Unmatched Acting Version"  # fraction of steps whose acting version is unknown
-
-
-def bind_thread_to_default_device() -> None:
-    """Make tensors created without an explicit device in *this* thread land on ``default_device()``.
-
-    Why: mlagents applies ``--torch-device`` with ``torch.set_default_device``, which is thread-local, so
-    with ``threaded: true`` the trainer thread would create CPU tensors (normalizer updates, reward
-    signals, ``ModelUtils.list_to_tensor``) next to CUDA parameters.
-    """
-    device = default_device()
-    if device.type != "cpu" and torch.get_default_device() != device:
-        torch.set_default_device(device)
 
 
 class ImpalaTrainer(RLTrainer):

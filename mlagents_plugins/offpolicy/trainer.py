@@ -43,6 +43,7 @@ from mlagents_envs.timers import hierarchical_timer, timed
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
+from mlagents_plugins.torch_device import bind_thread_to_default_device
 from mlagents_plugins.replay.specs import FieldSpec
 
 logger = get_logger(__name__)
@@ -283,6 +284,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         return updated
 
     def advance(self) -> None:
+        bind_thread_to_default_device()  # threaded: true runs this in the trainer's own thread
         super().advance()
         # Steps collected before the buffer could serve a batch owe no updates (no burst once it can).
         if self.replay is not None and self.replay.size < self.hyperparameters.batch_size:

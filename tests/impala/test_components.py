@@ -168,25 +168,3 @@ def test_trainer_rejects_recurrent_policy(tmp_path):
     settings.network_settings.memory = NetworkSettings.MemorySettings(sequence_length=8, memory_size=16)
     with pytest.raises(TrainerConfigError, match="memory"):
         ImpalaTrainer("B", 10, settings, True, False, 0, str(tmp_path))
-
-
-def test_trainer_thread_is_bound_to_the_torch_device(monkeypatch):
-    """--torch-device is thread-local in torch; the trainer binds its own thread (meta device stands in for cuda)."""
-    import threading
-
-    from mlagents_plugins.impala import trainer as trainer_module
-
-    monkeypatch.setattr(trainer_module, "default_device", lambda: torch.device("meta"))
-    seen = {}
-
-    def body():
-        seen["before"] = torch.zeros(1).device.type
-        trainer_module.bind_thread_to_default_device()
-        seen["after"] = torch.zeros(1).device.type
-        torch.set_default_device(None)
-
-    thread = threading.Thread(target=body)
-    thread.start()
-    thread.join()
-    assert seen == {"before": "cpu", "after": "meta"}
-    assert torch.zeros(1).device.type == "cpu"  # the calling thread is untouched

@@ -1,0 +1,51 @@
+"""--torch-device in trainer threads: torch's default device is thread-local, so every trainer base binds
+its own thread (the `meta` device stands in for CUDA, which these machines lack)."""
+import threading
+
+import pytest
+from mlagents.torch_utils import torch
+from mlagents.trainers.trainer.rl_trainer import RLTrainer
+
+from mlagents_plugins import torch_device
+from mlagents_plugins.impala.trainer import ImpalaTrainer
+from mlagents_plugins.muzero.trainer import MuZeroReprTrainer
+from mlagents_plugins.sac.trainer import FastSACTrainer
+from mlagents_plugins.taac.trainer import TaacTrainer
+
+
+def _in_thread(fn):
+    seen = {}
+
+    def body():
+        seen["before"] = torch.zeros(1).device.type
+        try:
+            fn()
+            seen["after"] = torch.zeros(1).device.type
+        finally:
+            torch.set_default_device(None)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    return seen
+
+
+def test_bind_moves_only_the_calling_thread(monkeypatch):
+    monkeypatch.setattr(torch_device, "default_device", lambda: torch.device("meta"))
+    seen = _in_thread(torch_device.bind_thread_to_default_device)
+    assert seen == {"before": "cpu", "after": "meta"}
+    assert torch.zeros(1).device.type == "cpu"  # the calling thread is untouched
+
+
+def test_bind_is_a_no_op_on_cpu():
+    assert _in_thread(torch_device.bind_thread_to_default_device) == {"before": "cpu", "after": "cpu"}
+
+
+@pytest.mark.parametrize("trainer_cls", [FastSACTrainer, TaacTrainer, MuZeroReprTrainer, ImpalaTrainer])
+def test_every_trainer_binds_its_thread_in_advance(trainer_cls, monkeypatch):
+    monkeypatch.setattr(torch_device, "default_device", lambda: torch.device("meta"))
+    monkeypatch.setattr(RLTrainer, "advance", lambda self: None)  # only the binding is under test
+    trainer = object.__new__(trainer_cls)
+    trainer.replay = None
+    seen = _in_thread(lambda: trainer_cls.advance(trainer))
+    assert seen == {"before": "cpu", "after": "meta"}, trainer_cls.__name__
