@@ -6,7 +6,7 @@ branch (all False when a scene sets none), side channels exchanged at every rese
 parameters and samplers in, stats out - only if a StatsSideChannel is registered), and camera images quantised to 1/255 exactly as a PNG round
 trip gives them.  Fast: use it for unit and learning tests; use the stand-in to test the protocol.
 """
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 

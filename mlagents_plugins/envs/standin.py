@@ -31,7 +31,6 @@ import grpc
 from mlagents_envs.communicator_objects.command_pb2 import QUIT, RESET, STEP
 from mlagents_envs.communicator_objects.header_pb2 import HeaderProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
-from mlagents_envs.communicator_objects.unity_output_pb2 import UnityOutputProto
 from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import UnityToExternalProtoStub
 
 from mlagents_plugins.envs.academy import Academy

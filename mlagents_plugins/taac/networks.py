@@ -10,7 +10,7 @@ Memory layout (``memory_size = D + 2`` with ``D = num_params(kind) * A``):
 one, and for how many steps it has been executed.
 """
 import math
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from mlagents.torch_utils import torch, nn
 from mlagents.trainers.settings import NetworkSettings

@@ -1,7 +1,6 @@
 """The gRPC stand-in against mlagents' own UnityEnvironment (the real Python side of the protocol)."""
 import os
 import subprocess
-import threading
 import time
 
 import numpy as np

@@ -6,7 +6,6 @@ import pytest
 
 from mlagents.trainers.agent_processor import AgentManagerQueue
 from mlagents.trainers.buffer import BufferKey
-from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import CuriositySettings, RewardSignalType
 
 from helpers import make_spec, make_trainer, make_trajectory
