@@ -17,7 +17,6 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ import numpy as np
 
 from bench.plan import Job
 from mlagents_plugins.envs.scenes import SCENES
+from mlagents_plugins.testing.ports import free_base_port
 
 LEARN_TIMEOUT_S = 1800
 FINAL_WINDOW = 3  # summaries averaged for the final return (as the harness does)
@@ -201,24 +201,6 @@ def run_in_process(job: Job, record: Dict[str, Any], num_areas: int = 1) -> None
         shutil.rmtree(out, ignore_errors=True)
 
 
-def free_base_port(span: int = 4) -> int:
-    """A port p with p..p+span-1 all free right now (mlagents-learn uses base_port + worker id)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("localhost", 0))
-            port = s.getsockname()[1]
-        if port + span >= 65535:
-            continue
-        try:
-            for p in range(port, port + span):
-                with socket.socket() as t:
-                    t.bind(("localhost", p))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free port range found for mlagents-learn --base-port")
-
-
 def parse_console(text: str, behavior: str) -> List[List[float]]:
     """[step, seconds, mean reward] from mlagents-learn's console summaries of ``behavior``."""
     curve = []
@@ -239,7 +221,7 @@ def run_mlagents_learn(job: Job, record: Dict[str, Any], builds_dir: str) -> Non
             yaml.safe_dump({"behaviors": {behavior: job.config}}, f)
         learn = os.path.join(os.path.dirname(sys.executable), "mlagents-learn")
         cmd = [learn, cfg_path, f"--env={os.path.join(builds_dir, behavior)}", "--run-id=run",
-               f"--results-dir={out}", f"--base-port={free_base_port()}", "--num-envs=1", "--no-graphics",
+               f"--results-dir={out}", f"--base-port={free_base_port(4)}", "--num-envs=1", "--no-graphics",
                f"--seed={job.seed}", "--force"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         start = time.perf_counter()

@@ -1,7 +1,5 @@
 """Shared helpers for the stand-in tests: launchers in a temp dir, free ports, the editor port."""
 import os
-import random
-import socket
 import subprocess
 import sys
 import time
@@ -9,31 +7,10 @@ import time
 import pytest
 
 from mlagents_plugins.envs.standin import write_builds
+from mlagents_plugins.testing.ports import free_base_port, port_is_free  # noqa: F401  (used by the stand-in tests)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EDITOR_PORT = 5004
-
-
-def port_is_free(port: int) -> bool:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as mlagents' RpcCommunicator.check_port
-    try:
-        s.bind(("localhost", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
-def free_base_port(count: int = 1) -> int:
-    """A base port with ``count`` consecutive free ports, picked at random so parallel runs do not collide."""
-    rng = random.Random(os.getpid() ^ time.time_ns())
-    for _ in range(200):
-        base = rng.randrange(20000, 60000 - count)
-        if all(port_is_free(base + i) for i in range(count)):
-            return base
-    raise RuntimeError("no free port range found")
 
 
 def wait_for_editor_port(seconds: float = 15.0) -> None:

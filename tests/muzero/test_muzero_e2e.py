@@ -6,25 +6,19 @@ model, the RL head and the replay buffer (with its update counters) instead of s
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 
 import pytest
 import torch
 import yaml
+from mlagents_plugins.testing.ports import free_base_port
 
 # ~100 s on 2 shared cores (two mlagents-learn start-ups): not part of the default run.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def learn(config, builds, results, resume, port):
@@ -52,7 +46,7 @@ def test_mlagents_learn_and_resume(tmp_path):
     config = tmp_path / "mz.yaml"
     config.write_text(yaml.safe_dump(cfg))
     results = tmp_path / "results"
-    log1 = learn(str(config), builds, results, False, free_port())
+    log1 = learn(str(config), builds, results, False, free_base_port())
     run = results / "mz"
     assert (run / "Balance.onnx").is_file(), log1[-3000:]
     assert (run / "Balance" / "replay_buffer.mlreplay").is_file()
@@ -64,7 +58,7 @@ def test_mlagents_learn_and_resume(tmp_path):
 
     b["max_steps"] = 1200
     config.write_text(yaml.safe_dump(cfg))
-    log2 = learn(str(config), builds, results, True, free_port())
+    log2 = learn(str(config), builds, results, True, free_base_port())
     resumed = re.search(r"Resuming training from step (\d+)", log2)
     assert resumed and int(resumed.group(1)) >= 600, log2[-3000:]
     loaded = re.search(r"Loaded replay buffer from .*: (\d+) rows, .* (\d+) updates at step (\d+)", log2)

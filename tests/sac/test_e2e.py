@@ -1,16 +1,14 @@
 """End to end: ``mlagents-learn`` trains fast_sac through the gRPC stand-in, is stopped, ``--resume`` restores
 the replay buffer and counters and keeps learning; the exported ONNX matches the PyTorch policy."""
 import os
-import random
 import re
-import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import torch
+from mlagents_plugins.testing.ports import free_base_port
 
 pytestmark = pytest.mark.e2e
 
@@ -32,22 +30,6 @@ behaviors:
 """
 
 
-def _free_port() -> int:
-    rng = random.Random(os.getpid() ^ time.time_ns())
-    for _ in range(200):
-        port = rng.randrange(20000, 60000)
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("localhost", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise RuntimeError("no free port")
-
-
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     from mlagents_plugins.envs.standin import write_builds
@@ -62,7 +44,7 @@ def _learn(tmp_path, builds, max_steps, *extra):
     cfg.write_text(CONFIG.format(max_steps=max_steps))
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     out = subprocess.run(
-        [MLAGENTS_LEARN, str(cfg), f"--env={builds}/Balance", "--run-id=fs", f"--base-port={_free_port()}",
+        [MLAGENTS_LEARN, str(cfg), f"--env={builds}/Balance", "--run-id=fs", f"--base-port={free_base_port()}",
          f"--results-dir={tmp_path / 'results'}", "--no-graphics", "--torch-device", "cpu", "--timeout-wait", "60",
          *extra],
         cwd=REPO, capture_output=True, text=True, timeout=240, env=env,

@@ -1,42 +1,24 @@
 """mlagents-learn with trainer_type taac through a stand-in "Unity build", then --resume."""
 import os
-import random
-import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import yaml
 
 from mlagents_plugins.envs.standin import write_builds
+from mlagents_plugins.testing.ports import free_base_port
 
 pytestmark = pytest.mark.e2e
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _free_port() -> int:
-    rng = random.Random(os.getpid() ^ time.time_ns())
-    for _ in range(200):
-        port = rng.randrange(20000, 60000)
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("localhost", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    raise RuntimeError("no free port")
-
-
 def _learn(config: str, builds: str, results: str, *extra: str) -> str:
     learn = os.path.join(os.path.dirname(sys.executable), "mlagents-learn")
     cmd = [learn, config, f"--env={os.path.join(builds, 'Balance')}", "--run-id=taac_e2e", f"--results-dir={results}",
-           "--no-graphics", "--num-envs=1", f"--base-port={_free_port()}", "--torch-device=cpu", *extra]
+           "--no-graphics", "--num-envs=1", f"--base-port={free_base_port()}", "--torch-device=cpu", *extra]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
