@@ -15,7 +15,6 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.buffer import BufferKey, RewardSignalUtil
-from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.policy import Policy
 from mlagents.trainers.settings import RewardSignalType, TrainerSettings
@@ -25,6 +24,7 @@ from mlagents.trainers.trajectory import Trajectory
 
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
 from mlagents_plugins.torch_device import bind_thread_to_default_device
+from mlagents_plugins.trainer_checks import reject_recurrent_policy
 from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_trajectory, make_batch, merge_sources
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
@@ -51,12 +51,7 @@ class ImpalaTrainer(RLTrainer):
         seed: int,
         artifact_path: str,
     ):
-        if trainer_settings.network_settings.memory is not None:
-            raise TrainerConfigError(
-                f"Behavior '{behavior_name}': the impala trainer does not support recurrent policies yet "
-                f"(network_settings.memory = {trainer_settings.network_settings.memory}); allowed: "
-                "memory: null (remove the 'memory' section)."
-            )
+        reject_recurrent_policy(behavior_name, trainer_settings)
         super().__init__(behavior_name, trainer_settings, training, load, artifact_path, reward_buff_cap)
         self.hyperparameters: ImpalaSettings = cast(ImpalaSettings, self.trainer_settings.hyperparameters)
         self.seed = seed

@@ -44,6 +44,7 @@ from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.torch_device import bind_thread_to_default_device
+from mlagents_plugins.trainer_checks import reject_recurrent_policy
 from mlagents_plugins.replay.specs import FieldSpec
 
 logger = get_logger(__name__)
@@ -74,12 +75,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         artifact_path: str,
     ):
         super().__init__(behavior_name, trainer_settings, training, load, artifact_path, reward_buff_cap)
-        if trainer_settings.network_settings.memory is not None:
-            raise TrainerConfigError(
-                f"network_settings.memory is set for behavior '{behavior_name}', but trainer_type "
-                f"'{trainer_settings.trainer_type}' does not support recurrent policies; remove "
-                "network_settings.memory (or use ppo/sac for recurrent policies)."
-            )
+        reject_recurrent_policy(behavior_name, trainer_settings)
         self.hyperparameters: OffPolicyBaseSettings = cast(OffPolicyBaseSettings, trainer_settings.hyperparameters)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
