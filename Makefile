@@ -27,16 +27,18 @@ test: setup
 test-slow: setup
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
 
-# Benchmarks (see bench/README.md): our trainers vs built-in sac/ppo -> bench/results/REPORT.md + PNGs.
+# Benchmarks (see bench/README.md): our trainers vs built-in sac/ppo -> bench/results/REPORT.md + PNGs
+# (the quick mode writes to $(BENCH_QUICK_OUT), git-ignored, so it never overwrites the committed full report).
 # BENCH_ARGS passes extra options, e.g. BENCH_ARGS="--jobs 2 --note 'idle machine'".
 BENCH_ARGS ?=
+BENCH_QUICK_OUT ?= results/bench-quick
 bench:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
 	$(PY) -m bench.run $(BENCH_ARGS)
 
 bench-quick:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
-	$(PY) -m bench.run --quick $(BENCH_ARGS)
+	$(PY) -m bench.run --quick --out $(BENCH_QUICK_OUT) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) results builds .pytest_cache

@@ -20,6 +20,14 @@ RATIO_HEADER = (
     "| time to threshold ratio | final return difference |"
 )
 RATIO_RULE = "|" + "---|" * 7
+#: where the replay MB column comes from, per mode (the rest of the legend is bench/README.md)
+REPLAY_LEGEND = {
+    "in_process": "replay MB: the trainer's buffer at the end of the run (ours `ReplayBuffer.nbytes`, preallocated "
+                  "at `buffer_size`; sac its `update_buffer`'s arrays + Python objects); — for on-policy trainers.",
+    "mlagents-learn": "replay MB: from the replay file the run saved at its end, loaded back (ours `load_replay` "
+                      "rebuilds the buffer at its saved capacity: its `nbytes`; sac `last_replay_buffer.hdf5` as an "
+                      "`AgentBuffer`: arrays + Python objects); — for on-policy trainers.  Not the process's RSS.",
+}
 MODE_TITLES = {
     "in_process": "In-process runs (`train_in_process`, one `SceneEnv`)",
     "mlagents-learn": "Through real `mlagents-learn --env` (gRPC stand-in build)",
@@ -114,15 +122,58 @@ def json_lines(value: Any) -> List[str]:
     return lines
 
 
+SPEED_HEADER = ("| trainer | torch threads | ours ms / update | minimal ms / update | ratio ours / minimal "
+                "| built-in | built-in ms / update | ratio ours / built-in | work per update "
+                "| backward passes ours / minimal | trained parameters ours / minimal |")
+SPEED_RULE = "|" + "---|" * 11
+SPEED_LEGEND = (
+    "One process (`bench/update_speed.py`), torch threads 1 then 2.  *ours*: the trainer's real full update "
+    "(sample from its buffer + its optimizer's step(s)), built from `configs/<trainer>_balance.yaml`; *minimal*: "
+    "a hand-written PyTorch loop of the same algorithm, layers, batch and number of backward passes "
+    "(`bench/minimal_*.py`); *built-in*: ML-Agents' counterpart's update (sac for fast_sac, ppo minibatch "
+    "for impala) measured in the same run.  ms = median of 5 interleaved blocks; ratio > 1: ours is slower.")
+
+
+def speed_rows_table(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    """The report's "Speed" table from ``update_speed.py``'s ``speed_rows``."""
+    def cell(value: Any, digits: int = 2) -> str:
+        if value is None:
+            return DASH
+        return fmt(value, digits) if isinstance(value, (int, float)) else str(value)
+
+    lines = [SPEED_HEADER, SPEED_RULE]
+    for r in rows:
+        lines.append("| " + " | ".join([
+            f"**{r['trainer']}**", str(r["threads"]), cell(r.get("ours_ms")), cell(r.get("minimal_ms")),
+            cell(r.get("ratio_ours_over_minimal")), cell(r.get("builtin")), cell(r.get("builtin_ms")),
+            cell(r.get("ratio_ours_over_builtin")), cell(r.get("work")), cell(r.get("backward_passes")),
+            cell(r.get("trained_parameters")),
+        ]) + " |")
+    return lines
+
+
 def speed_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
-    """Each entry: ``name``, ``threads``, ``command``, ``rc``, ``seconds`` and ``json`` (parsed output),
-    ``text`` or ``missing``.  Flat JSON objects of one script become one table, a column per thread count."""
+    """The "Speed" table (``update_speed.py``), then every other script's output."""
     if not speed:
         return ["Not run (`--no-speed`) or no speed script found."]
     lines: List[str] = []
+    tables = [e for e in speed if isinstance(e.get("json"), dict) and "speed_rows" in e["json"]]
+    for e in tables:
+        lines += [f"`{e.get('command', '')}`: exit code {e.get('rc')}, {fmt(e.get('seconds'), 1)} s", "",
+                  SPEED_LEGEND, ""] + speed_rows_table(e["json"]["speed_rows"]) + [""]
+    others = [e for e in speed if not any(e is x for x in tables)]
+    if others:
+        lines += ["### Other speed scripts", ""] + script_lines(others)
+    return lines
+
+
+def script_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
+    """Each entry: ``name``, ``threads``, ``command``, ``rc``, ``seconds`` and ``json`` (parsed output),
+    ``text`` or ``missing``.  Flat JSON objects of one script become one table, a column per thread count."""
+    lines: List[str] = []
     for name in dict.fromkeys(e["name"] for e in speed):
         entries = [e for e in speed if e["name"] == name]
-        lines += [f"### {name}", ""]
+        lines += [f"#### {name}", ""]
         for e in entries:
             threads = "" if e.get("threads") is None else f" (torch threads {e['threads']})"
             lines.append(f"- `{e.get('command', '')}`{threads}: exit code {e.get('rc')}, {fmt(e.get('seconds'), 1)} s")
@@ -162,6 +213,8 @@ def render_report(
     for mode in sorted({s.mode for s in summaries}, key=lambda m: m != "in_process"):
         lines += [f"## {MODE_TITLES.get(mode, mode)}", ""]
         lines += summary_table([s for s in summaries if s.mode == mode]) + [""]
+        if mode in REPLAY_LEGEND:
+            lines += [REPLAY_LEGEND[mode], ""]
         lines += ["Ratios against the built-in trainers of this same invocation:", ""]
         lines += ratio_table(runs, mode) + [""]
         errors = [f"- {s.trainer} on {s.scene}: {e}" for s in summaries if s.mode == mode for e in s.errors]

@@ -34,7 +34,7 @@ if REPO not in sys.path:
 
 from bench import plan  # noqa: E402
 from bench.metrics import same_invocation, steps_to_threshold  # noqa: E402
-from bench.speed import run_speed  # noqa: E402
+from bench.speed_scripts import run_speed  # noqa: E402
 
 DEFAULT_OUT = os.path.join(REPO, "bench", "results")
 DEFAULT_JOBS = max(1, min(2, os.cpu_count() or 1))

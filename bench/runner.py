@@ -10,7 +10,11 @@ Measurements, taken the same way for our trainers and the built-ins:
   export and, for off-policy trainers, the replay buffer;
 * load seconds: timed here after the run: ``torch.load`` of that checkpoint plus loading its replay file;
 * replay bytes: our ``ReplayBuffer.nbytes`` (preallocated arrays); for built-in sac the arrays and Python
-  objects of its ``update_buffer`` (``AgentBuffer``) at the end; None for on-policy trainers.
+  objects of its ``update_buffer`` (``AgentBuffer``) at the end; None for on-policy trainers.  Through
+  ``mlagents-learn`` the trainer lives in another process, so the same two measures are taken on the replay
+  file the run saved at its end (``save_replay_buffer: true``), loaded back: ours ``load_replay`` rebuilds the
+  ring buffer at its saved capacity (the same preallocated arrays, so the same ``nbytes``), sac's
+  ``last_replay_buffer.hdf5`` becomes an ``AgentBuffer`` again, measured as in-process.
 """
 import json
 import math
@@ -132,6 +136,27 @@ def load_seconds(results_path: str, behavior: str) -> Optional[float]:
     return time.perf_counter() - start
 
 
+def saved_replay_bytes(results_path: str, behavior: str) -> Optional[int]:
+    """Replay memory of a run made in another process, from the replay file it saved (see module docstring);
+    None when the run saved none (on-policy trainers, or ``save_replay_buffer: false``)."""
+    model_dir = os.path.join(results_path, behavior)
+    ours = os.path.join(model_dir, OUR_REPLAY_FILE)
+    sac = os.path.join(model_dir, SAC_REPLAY_FILE)
+    if os.path.isfile(ours):
+        from mlagents_plugins.replay.persistence import load_replay
+
+        replay, _ = load_replay(ours)
+        return int(replay.nbytes)
+    if os.path.isfile(sac):
+        from mlagents.trainers.buffer import AgentBuffer
+
+        buf = AgentBuffer()
+        with open(sac, "rb") as f:
+            buf.load_from_file(f)
+        return int(sum(_py_bytes(list(field)) for field in buf.values()))
+    return None
+
+
 # ---------------------------------------------------------------------------------------------- records
 def _final(curve: List[List[float]]) -> Optional[float]:
     tail = [c[2] for c in curve[-FINAL_WINDOW:] if not math.isnan(c[2])]
@@ -242,6 +267,7 @@ def run_mlagents_learn(job: Job, record: Dict[str, Any], builds_dir: str) -> Non
             record["update_seconds"] = _sum_named_dict(tree, UPDATE_TIMER)
             record["save_seconds"] = _sum_named_dict(tree, SAVE_TIMER)
         record["load_seconds"] = load_seconds(run_dir, behavior)
+        record["replay_bytes"] = saved_replay_bytes(run_dir, behavior)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -21,7 +21,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 import tracemalloc
 from typing import Callable, Dict
 
@@ -93,15 +92,9 @@ def _fill(trainer, trajectories) -> int:
 
 
 def builtin_step(trainer) -> Callable[[], None]:
-    from mlagents.trainers.buffer import RewardSignalUtil
+    from bench.update_speed import builtin_sac_step
 
-    def step() -> None:
-        batch = trainer.update_buffer.sample_mini_batch(BATCH, sequence_length=1)
-        for name, signal in trainer.optimizer.reward_signals.items():
-            batch[RewardSignalUtil.rewards_key(name)] = signal.evaluate(batch) * signal.strength
-        trainer.optimizer.update(batch, BATCH)
-
-    return step
+    return builtin_sac_step(trainer, BATCH)
 
 
 def minimal_step(rows: int, seed: int = 0) -> Callable[[], None]:
@@ -171,23 +164,6 @@ def minimal_step(rows: int, seed: int = 0) -> Callable[[], None]:
     return step
 
 
-def time_interleaved(steps: Dict[str, Callable[[], None]], updates: int, warmup: int = 10) -> Dict[str, float]:
-    """ms per step of each variant: median over 5 blocks, the variants' blocks interleaved (A B C A B C ...)
-    so a busy shared machine slows every variant alike and the ratios stay comparable."""
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    block = max(1, updates // 5)
-    means: Dict[str, list] = {k: [] for k in steps}
-    for _ in range(5):
-        for name, step in steps.items():
-            t0 = time.perf_counter()
-            for _ in range(block):
-                step()
-            means[name].append((time.perf_counter() - t0) / block * 1000.0)
-    return {k: float(np.median(v)) for k, v in means.items()}
-
-
 def main() -> Dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
@@ -197,6 +173,8 @@ def main() -> Dict[str, float]:
     args = parser.parse_args()
 
     import torch
+
+    from bench.speed import time_interleaved
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

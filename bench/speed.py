@@ -1,100 +1,204 @@
-"""The speed section: run the other engineers' speed scripts as subprocesses and keep their output.
+"""Shared timing code of the update benchmarks (``bench/update_speed.py``, ``bench/sac_speed.py``).
 
-``bench/sac_speed.py`` (built-in sac vs fast_sac vs a minimal PyTorch loop) and ``bench/impala_speed.py``
-run at torch threads 1 and 2 (``OMP_NUM_THREADS``, plus ``--threads N`` when the script's ``--help``
-offers it; ``--json`` likewise); ``bench/replay_io.py`` runs once.  JSON output is parsed; anything else
-is kept as text.  A script that does not exist yet is reported as missing, never replaced.
+* ``time_interleaved``: ms per call of several update functions, measured in interleaved blocks so that a
+  busy shared machine slows every variant alike and their ratio stays comparable.
+* ``balance_spec`` / ``synthetic_trajectory``: the stand-in "balance" scene's observation and action sizes
+  and random trajectories of that shape, to fill a trainer's buffer without running an environment.
+* ``trainer_settings`` / ``make_trainer``: one of our trainers (or a built-in) exactly as ``mlagents-learn``
+  would build it from ``configs/<trainer>_balance.yaml``, wired to a policy but not to an environment.
+* ``optimized_parameters`` / ``BackwardCounter``: what an update trains and how many backward passes it
+  makes, so a minimal loop can be checked to do the same work as the trainer it is compared with.
 """
-import json
+import copy
 import os
-import subprocess
-import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(BENCH_DIR)
-THREADED = ("sac_speed.py", "impala_speed.py")
-#: smaller workloads for --quick, passed only when the script's --help offers the option
-QUICK_ARGS = {"sac_speed.py": ["--updates", "50"], "impala_speed.py": ["--steps", "20000"],
-              "replay_io.py": ["--repeats", "1"]}
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCENE = "balance"
 
 
-def parse_output(text: str) -> Optional[Any]:
-    """The JSON a script printed: the whole output, else its last line that is a JSON object/list."""
-    stripped = text.strip()
-    if not stripped:
-        return None
-    try:
-        return json.loads(stripped)
-    except ValueError:
-        pass
-    for line in reversed(stripped.splitlines()):
-        line = line.strip()
-        if line[:1] in "{[":
-            try:
-                return json.loads(line)
-            except ValueError:
-                continue
-    return None
+def time_interleaved(steps: Dict[str, Callable[[], None]], updates: int, warmup: int = 10,
+                     blocks: int = 5) -> Dict[str, float]:
+    """Median over ``blocks`` blocks of the ms per call of each step function, blocks interleaved A B C A B C.
+
+    ``updates`` calls per variant are timed in all (at least one per block); ``warmup`` untimed calls first
+    (allocator, autograd graph caches, first-touch of the replay arrays).
+    """
+    if updates < 1 or blocks < 1 or warmup < 0:
+        raise ValueError(f"need updates >= 1, blocks >= 1, warmup >= 0; got {updates}, {blocks}, {warmup}")
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    per_block = max(1, updates // blocks)
+    ms: Dict[str, List[float]] = {k: [] for k in steps}
+    for _ in range(blocks):
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            for _ in range(per_block):
+                step()
+            ms[name].append((time.perf_counter() - t0) / per_block * 1000.0)
+    return {k: float(np.median(v)) for k, v in ms.items()}
 
 
-def _help(path: str) -> str:
-    try:
-        proc = subprocess.run([sys.executable, path, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=120, cwd=REPO)
-        return proc.stdout
-    except (subprocess.SubprocessError, OSError):
-        return ""
+def balance_spec():
+    """BehaviorSpec of the balance stand-in scene (the scene every trainer of ours has a config for)."""
+    from mlagents_plugins.envs.scenes import SCENES
+
+    from mlagents_envs.base_env import BehaviorSpec
+
+    scene = SCENES[SCENE](num_areas=1)
+    return BehaviorSpec(list(scene.observation_specs), scene.action_spec)
 
 
-def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s: int) -> Dict[str, Any]:
-    path = os.path.join(BENCH_DIR, name)
-    entry: Dict[str, Any] = {"name": name, "threads": threads, "command": f"python bench/{name}", "rc": None}
-    if not os.path.isfile(path):
-        entry["missing"] = f"bench/{name} does not exist yet (written by another engineer); nothing measured."
-        return entry
-    offered = _help(path)
-    cmd = [sys.executable, path]
-    for i in range(0, len(args), 2):  # (option, value) pairs the script does not offer are left out
-        if args[i] in offered:
-            cmd += list(args[i:i + 2])
-    if threads is not None and "--threads" in offered:
-        cmd += ["--threads", str(threads)]
-    if "--json" in offered:
-        cmd.append("--json")
-    env = dict(os.environ)
-    if threads is not None:
-        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    entry["command"] = " ".join(["python", f"bench/{name}"] + cmd[2:])
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                              timeout=timeout_s, cwd=REPO)
-        entry["rc"] = proc.returncode
-        out = proc.stdout if proc.returncode == 0 else proc.stdout + "\n" + proc.stderr[-2000:]
-    except subprocess.TimeoutExpired as err:
-        entry["rc"] = "timeout"
-        out = f"stopped after {timeout_s} s\n" + (err.stdout or b"").decode(errors="replace")[-2000:]
-    entry["seconds"] = time.perf_counter() - start
-    parsed = parse_output(out) if entry["rc"] == 0 else None
-    if parsed is not None:
-        entry["json"] = parsed
+def synthetic_trajectory(spec, length: int, rng: np.random.Generator, done: bool, agent_id: str,
+                         log_probs: Optional[np.ndarray] = None):
+    """A ``Trajectory`` of random observations/actions/rewards of ``spec``'s shapes (continuous actions only).
+
+    ``log_probs`` ``[length, W]`` fills the continuous log-probs slot (taac keeps its step record there);
+    default random values of width ``continuous_size`` (impala reads them as behaviour log-probabilities).
+    """
+    from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
+    from mlagents.trainers.trajectory import AgentExperience, Trajectory
+    from mlagents_envs.base_env import ActionTuple
+
+    a = spec.action_spec
+    if a.discrete_size:
+        raise ValueError(f"synthetic_trajectory: only continuous action specs, got branches {a.discrete_branches}")
+    if log_probs is None:
+        log_probs = rng.normal(-1.0, 0.3, (length, a.continuous_size)).astype(np.float32)
+    steps = []
+    for t in range(length):
+        last = t == length - 1
+        steps.append(AgentExperience(
+            obs=[rng.normal(size=o.shape).astype(np.float32) for o in spec.observation_specs],
+            reward=float(rng.normal()),
+            done=bool(last and done),
+            action=ActionTuple(continuous=rng.uniform(-1, 1, (a.continuous_size,)).astype(np.float32),
+                               discrete=np.zeros(0, np.int32)),
+            action_probs=LogProbsTuple(continuous=log_probs[t], discrete=np.zeros(0, np.float32)),
+            action_mask=None,
+            prev_action=np.zeros(0, np.int32),
+            interrupted=False,
+            memory=None,
+            group_status=[],
+            group_reward=0.0,
+        ))
+    next_obs = [rng.normal(size=o.shape).astype(np.float32) for o in spec.observation_specs]
+    return Trajectory(steps=steps, next_obs=next_obs, next_group_obs=[], agent_id=agent_id, behavior_id="B?team=0")
+
+
+def register_plugins() -> None:
+    from mlagents.plugins.trainer_type import register_trainer_plugins
+
+    import mlagents_plugins  # noqa: F401  (ONNX export fix)
+
+    register_trainer_plugins()
+
+
+def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None) -> Dict[str, object]:
+    """The behavior block of ``configs/<trainer>_balance.yaml`` (ours), or the bench's config for a built-in
+    (``bench.plan.build_config``: sac shares fast_sac's settings, ppo impala's network), hyperparameters
+    updated with ``overrides``."""
+    from bench import plan
+
+    if trainer in plan.BUILTINS:
+        ours, _ = plan.discover_trainers()
+        cfg, _ = plan.build_config(trainer, SCENE, 10 ** 7, 10, ours)
     else:
-        entry["text"] = out
-    return entry
+        cfg = plan.load_config(trainer, SCENE)
+        if cfg is None:
+            raise FileNotFoundError(f"configs/{trainer}_{SCENE}.yaml does not exist")
+    cfg = copy.deepcopy(cfg)
+    cfg["hyperparameters"] = dict(cfg.get("hyperparameters") or {}, **(overrides or {}))
+    for key in ("save_replay_buffer", "init_replay_from"):
+        cfg["hyperparameters"].pop(key, None)
+    cfg.update(max_steps=10 ** 7, summary_freq=10 ** 9, checkpoint_interval=10 ** 9, threaded=False)
+    return cfg
 
 
-def run_speed(replay_rows: int, timeout_s: int, quick: bool = False, log=print) -> List[Dict[str, Any]]:
-    """Every speed script's entries (threads 1 and 2 for the update benchmarks), in a fixed order."""
-    entries = []
-    for name in THREADED:
-        for threads in (1, 2):
-            log(f"[speed] {name} threads={threads} ...")
-            entries.append(run_script(name, QUICK_ARGS[name] if quick else [], threads, timeout_s))
-            if entries[-1].get("missing"):
-                break
-    log("[speed] replay_io.py ...")
-    replay_args = ["--rows", str(replay_rows)] + (QUICK_ARGS["replay_io.py"] if quick else ["--repeats", "3"])
-    entries.append(run_script("replay_io.py", replay_args, None, timeout_s))
-    return entries
+def trainer_settings(trainer: str, overrides: Optional[Dict[str, object]] = None):
+    """``TrainerSettings`` as ``mlagents-learn`` structures them from ``behavior_config``."""
+    from mlagents.trainers.settings import TrainerSettings
+
+    register_plugins()
+    return TrainerSettings.structure(behavior_config(trainer, overrides), TrainerSettings)
+
+
+def make_trainer(trainer: str, out_dir: str, overrides: Optional[Dict[str, object]] = None, seed: int = 0):
+    """(trainer with its policy and optimizer, behavior spec): what TrainerFactory + add_policy build."""
+    from mlagents import plugins as mla_plugins
+    from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+
+    settings = trainer_settings(trainer, overrides)
+    cls = mla_plugins.all_trainer_types[trainer]
+    spec = balance_spec()
+    t = cls("B", 10, settings, True, False, seed, os.path.join(out_dir, trainer))
+    bid = BehaviorIdentifiers.from_name_behavior_id("B?team=0")
+    t.add_policy(bid, t.create_policy(bid, spec))
+    return t, spec
+
+
+def fill(trainer, spec, rows: int, rng: np.random.Generator, length: int = 64,
+         log_probs: Optional[Callable[[int], np.ndarray]] = None) -> int:
+    """Feed ``trainer._process_trajectory`` random trajectories of ``length`` steps until ``rows`` steps
+    went in (every third one ends its episode); returns the number of steps."""
+    n = 0
+    k = 0
+    while n < rows:
+        lp = log_probs(length) if log_probs is not None else None
+        trainer._process_trajectory(
+            synthetic_trajectory(spec, length, rng, done=k % 3 == 0, agent_id=f"a{k % 8}", log_probs=lp))
+        n += length
+        k += 1
+    return n
+
+
+def optimized_parameters(*objects) -> List:
+    """Unique trainable tensors (``requires_grad``) the ``torch.optim.Optimizer`` attributes of ``objects`` (or
+    optimizers given directly) update, in first-seen order.  Frozen tensors an optimizer was handed (e.g.
+    ML-Agents' export constants such as ``version_number``) and empty ones (a discrete temperature without
+    discrete branches) are left out: no update touches them."""
+    import torch
+
+    seen: Dict[int, object] = {}
+    for obj in objects:
+        opts = [obj] if isinstance(obj, torch.optim.Optimizer) else [
+            v for v in vars(obj).values() if isinstance(v, torch.optim.Optimizer)]
+        for opt in opts:
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    if p.requires_grad and p.numel() > 0:
+                        seen.setdefault(id(p), p)
+    return list(seen.values())
+
+
+def parameter_shapes(params: Sequence) -> List[tuple]:
+    """Sorted shapes of ``params``: equal lists mean the same layers, whatever their names or order."""
+    return sorted(tuple(p.shape) for p in params)
+
+
+class BackwardCounter:
+    """Counts ``torch.autograd.backward`` calls (what ``Tensor.backward`` runs) inside a ``with`` block."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __enter__(self) -> "BackwardCounter":
+        import torch
+
+        self._original = torch.autograd.backward
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return self._original(*args, **kwargs)
+
+        torch.autograd.backward = counted
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import torch
+
+        torch.autograd.backward = self._original

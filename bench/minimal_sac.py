@@ -1,0 +1,70 @@
+"""Minimal hand-written PyTorch update of the SAC variant that ``fast_sac`` runs, at the same size.
+
+Same work per update as ``FastSACTrainer.update_once`` on continuous actions: ``batch_size`` windows of
+``n_step`` rows (stopping at an episode end), soft n-step targets from Polyak twin target critics
+[SAC-2 eq. 2-3 generalised to n steps], twin-Q loss, actor loss on Q1 (fast_sac's automatic ``actor_min_q``
+for continuous-only actions) with the critics frozen, temperature loss, then ONE backward of the summed
+losses, ONE Adam step over actor + critics + temperature, and a fused Polyak update.  Layers: actor
+``num_layers x hidden`` Swish + mean/log-sigma heads; each critic ``num_layers x hidden`` Swish on
+``[obs, action]`` + a linear output.
+"""
+import numpy as np
+import torch
+
+from bench.minimal_nets import RowStore, frozen_copy, polyak_, swish_mlp, t, tanh_gaussian_sample
+
+
+class MinimalSAC:
+    def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
+        hp, net = settings.hyperparameters, settings.network_settings
+        self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
+        self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
+        self.target_entropy = -float(act_size)
+        h, n = net.hidden_units, net.num_layers
+        self.body = swish_mlp(obs_size, h, n)
+        self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)
+        self.q1 = swish_mlp(obs_size + act_size, h, n, 1)
+        self.q2 = swish_mlp(obs_size + act_size, h, n, 1)
+        self.q = torch.nn.ModuleList([self.q1, self.q2])
+        self.q_target = frozen_copy(self.q)
+        self.log_alpha = torch.nn.Parameter(torch.full((1,), float(np.log(hp.init_entcoef))))
+        actor = list(self.body.parameters()) + list(self.mu.parameters()) + list(self.log_sigma.parameters())
+        self.adam = torch.optim.Adam([{"params": actor}, {"params": list(self.q.parameters())},
+                                     {"params": [self.log_alpha]}], lr=hp.learning_rate, foreach=True)
+        self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed))
+        self.discounts = self.gamma ** np.arange(self.n_step, dtype=np.float32)
+
+    def actor(self, obs: torch.Tensor):
+        e = self.body(obs)
+        return tanh_gaussian_sample(self.mu(e), self.log_sigma(e))
+
+    def step(self) -> None:
+        s = self.store
+        idx, valid = s.windows(self.batch, self.n_step)
+        last = idx[np.arange(self.batch), valid.sum(1) - 1]
+        obs, act, next_obs = t(s.obs[idx[:, 0]]), t(s.action[idx[:, 0]]), t(s.next_obs[last])
+        # n-step return and bootstrap discount per row (valid rows only; a terminal ends the sum, no bootstrap)
+        r = (s.reward[idx] * valid * self.discounts).sum(1)
+        boot = self.gamma ** valid.sum(1) * (1.0 - s.terminal[last])
+        alpha = self.log_alpha.detach().exp()
+        with torch.no_grad():
+            a2, logp2 = self.actor(next_obs)
+            x2 = torch.cat([next_obs, a2], 1)
+            v = torch.min(self.q_target[0](x2), self.q_target[1](x2)).squeeze(1) - alpha * logp2
+            y = t(r.astype(np.float32)) + t(boot.astype(np.float32)) * v
+        x = torch.cat([obs, act], 1)
+        q_loss = 0.5 * ((self.q1(x).squeeze(1) - y) ** 2).mean() + 0.5 * ((self.q2(x).squeeze(1) - y) ** 2).mean()
+        a_pi, logp = self.actor(obs)
+        self.q1.requires_grad_(False)
+        q_pi = self.q1(torch.cat([obs, a_pi], 1)).squeeze(1)
+        self.q1.requires_grad_(True)
+        pi_loss = (alpha * logp - q_pi).mean()
+        alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
+        self.adam.zero_grad(set_to_none=True)
+        (q_loss + pi_loss + alpha_loss).backward()
+        self.adam.step()
+        polyak_(self.q, self.q_target, self.tau)
+
+    @property
+    def optimizers(self):
+        return [self.adam]

@@ -1,0 +1,105 @@
+"""The speed section: run the speed scripts as subprocesses and keep their output.
+
+``bench/update_speed.py`` (every trainer's full update vs a minimal PyTorch loop and the built-in
+counterpart; torch threads 1 and 2 inside one process) runs once and gives the report's "Speed" table.
+``bench/sac_speed.py`` (built-in sac vs fast_sac vs a textbook SAC loop, and replay memory) and
+``bench/impala_speed.py`` (impala vs ppo learning runs: steps/s, steps to threshold) run at torch threads
+1 and 2 (``OMP_NUM_THREADS``, plus ``--threads N`` when the script's ``--help``
+offers it; ``--json`` likewise); ``bench/replay_io.py`` runs once.  JSON output is parsed; anything else
+is kept as text.  A script that does not exist yet is reported as missing, never replaced.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH_DIR)
+UPDATE_SPEED = "update_speed.py"
+THREADED = ("sac_speed.py", "impala_speed.py")
+#: smaller workloads for --quick, passed only when the script's --help offers the option
+QUICK_ARGS = {UPDATE_SPEED: ["--updates", "40", "--rows", "5000"], "sac_speed.py": ["--updates", "50"],
+              "impala_speed.py": ["--steps", "20000"], "replay_io.py": ["--repeats", "1"]}
+
+
+def parse_output(text: str) -> Optional[Any]:
+    """The JSON a script printed: the whole output, else its last line that is a JSON object/list."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    for line in reversed(stripped.splitlines()):
+        line = line.strip()
+        if line[:1] in "{[":
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+    return None
+
+
+def _help(path: str) -> str:
+    try:
+        proc = subprocess.run([sys.executable, path, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=120, cwd=REPO)
+        return proc.stdout
+    except (subprocess.SubprocessError, OSError):
+        return ""
+
+
+def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s: int) -> Dict[str, Any]:
+    path = os.path.join(BENCH_DIR, name)
+    entry: Dict[str, Any] = {"name": name, "threads": threads, "command": f"python bench/{name}", "rc": None}
+    if not os.path.isfile(path):
+        entry["missing"] = f"bench/{name} does not exist yet (written by another engineer); nothing measured."
+        return entry
+    offered = _help(path)
+    cmd = [sys.executable, path]
+    for i in range(0, len(args), 2):  # (option, value) pairs the script does not offer are left out
+        if args[i] in offered:
+            cmd += list(args[i:i + 2])
+    if threads is not None and "--threads" in offered:
+        cmd += ["--threads", str(threads)]
+    if "--json" in offered:
+        cmd.append("--json")
+    env = dict(os.environ)
+    if threads is not None:
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    entry["command"] = " ".join(["python", f"bench/{name}"] + cmd[2:])
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                              timeout=timeout_s, cwd=REPO)
+        entry["rc"] = proc.returncode
+        out = proc.stdout if proc.returncode == 0 else proc.stdout + "\n" + proc.stderr[-2000:]
+    except subprocess.TimeoutExpired as err:
+        entry["rc"] = "timeout"
+        out = f"stopped after {timeout_s} s\n" + (err.stdout or b"").decode(errors="replace")[-2000:]
+    entry["seconds"] = time.perf_counter() - start
+    parsed = parse_output(out) if entry["rc"] == 0 else None
+    if parsed is not None:
+        entry["json"] = parsed
+    else:
+        entry["text"] = out
+    return entry
+
+
+def run_speed(replay_rows: int, timeout_s: int, quick: bool = False, log=print) -> List[Dict[str, Any]]:
+    """Every speed script's entries (threads 1 and 2 for sac_speed/impala_speed), in a fixed order."""
+    log(f"[speed] {UPDATE_SPEED} (threads 1 and 2 in one process) ...")
+    entries = [run_script(UPDATE_SPEED, QUICK_ARGS[UPDATE_SPEED] if quick else [], None, timeout_s)]
+    for name in THREADED:
+        for threads in (1, 2):
+            log(f"[speed] {name} threads={threads} ...")
+            entries.append(run_script(name, QUICK_ARGS[name] if quick else [], threads, timeout_s))
+            if entries[-1].get("missing"):
+                break
+    log("[speed] replay_io.py ...")
+    replay_args = ["--rows", str(replay_rows)] + (QUICK_ARGS["replay_io.py"] if quick else ["--repeats", "3"])
+    entries.append(run_script("replay_io.py", replay_args, None, timeout_s))
+    return entries

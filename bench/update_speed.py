@@ -1,0 +1,265 @@
+"""Update throughput of every trainer of ours against a minimal hand-written PyTorch loop of the same
+algorithm and size (the practical ceiling), and against the built-in counterpart where there is one.
+
+One process, torch threads 1 and 2 in turn (``torch.set_num_threads``), same objects at both.  Each trainer
+is built from ``configs/<trainer>_balance.yaml`` exactly as ``mlagents-learn`` would (balance scene: 8 vector
+observations, 2 continuous actions), its buffer filled with random trajectories through its own
+``_process_trajectory``, and one "update" is its real full update:
+
+* ``fast_sac`` / ``taac`` / ``muzero_repr``: ``update_once()`` - sample from our replay buffer, build the
+  batch, the optimizer's step(s) (muzero_repr: one model update + one SAC head update);
+* ``impala``: the pieces of one batch enter the learner queue, ``_learn_on(take_fresh(batch_size))`` - pad
+  and stack the pieces, V-trace learner step, policy-lag bookkeeping;
+* built-in ``sac`` (for fast_sac; settings shared with fast_sac's config as in the main bench): the body of
+  ``SACTrainer._update_sac_policy`` - ``sample_mini_batch``, reward-signal evaluation, ``optimizer.update``;
+* built-in ``ppo`` (for impala; network as impala's, batch 256 = impala's 8 pieces x 32 steps): the body of
+  ``OnPolicyTrainer._update_policy`` - ``make_mini_batch``, ``optimizer.update``,
+  ``update_reward_signals``, with the buffer shuffled whenever a pass over it is complete.
+
+The minimal loops (``bench/minimal_*.py``) read their sizes from the same ``TrainerSettings`` and make the
+same number of backward passes; the JSON records both counts (measured by ``speed.BackwardCounter``) and the
+parameter count each update trains.  Timing: ``speed.time_interleaved`` (median of 5 interleaved blocks).
+
+Usage: ``python bench/update_speed.py [--updates K] [--rows R] [--threads 1 2] [--trainers ...] [--json]``.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import warnings
+from collections import defaultdict
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from bench import speed  # noqa: E402
+
+#: trainer of ours -> its built-in counterpart (measured in the same run), if any
+BUILTIN_FOR = {"fast_sac": "sac", "impala": "ppo"}
+TRAINERS = ("fast_sac", "taac", "impala", "muzero_repr")
+
+
+class Bench:
+    """The three update functions of one trainer and what they train."""
+
+    def __init__(self, trainer: str, ours: Callable[[], None], minimal: Any, work: str,
+                 ours_params: List, builtin: Optional[str] = None, builtin_step: Optional[Callable[[], None]] = None):
+        self.trainer, self.ours, self.minimal, self.work = trainer, ours, minimal, work
+        self.ours_params, self.builtin, self.builtin_step = ours_params, builtin, builtin_step
+
+    def steps(self) -> Dict[str, Callable[[], None]]:
+        out = {"ours": self.ours, "minimal": self.minimal.step}
+        if self.builtin_step is not None:
+            out["builtin"] = self.builtin_step
+        return out
+
+
+def backward_passes(step: Callable[[], None]) -> int:
+    with speed.BackwardCounter() as c:
+        step()
+    return c.calls
+
+
+# ---------------------------------------------------------------------------------------------- built-ins
+def builtin_sac_step(trainer, batch_size: int) -> Callable[[], None]:
+    """One iteration of ``SACTrainer._update_sac_policy``'s loop."""
+    from mlagents.trainers.buffer import RewardSignalUtil
+
+    def step() -> None:
+        batch = trainer.update_buffer.sample_mini_batch(batch_size, sequence_length=1)
+        for name, signal in trainer.optimizer.reward_signals.items():
+            batch[RewardSignalUtil.rewards_key(name)] = signal.evaluate(batch) * signal.strength
+        trainer.optimizer.update(batch, batch_size)
+
+    return step
+
+
+def builtin_ppo_step(trainer) -> Callable[[], None]:
+    """One minibatch of ``OnPolicyTrainer._update_policy`` (shuffle amortised: once per pass)."""
+    batch_size = trainer.hyperparameters.batch_size
+    buf = trainer.update_buffer
+    per_pass = buf.num_experiences // batch_size
+    if per_pass < 1:
+        raise ValueError(f"ppo update_buffer holds {buf.num_experiences} steps < batch_size {batch_size}")
+    state = {"i": 0}
+
+    def step() -> None:
+        i = state["i"] % per_pass
+        if i == 0:
+            buf.shuffle(sequence_length=1)
+        mb = buf.make_mini_batch(i * batch_size, (i + 1) * batch_size)
+        trainer.optimizer.update(mb, batch_size)
+        trainer.optimizer.update_reward_signals(mb)
+        state["i"] += 1
+
+    return step
+
+
+# ---------------------------------------------------------------------------------------------- trainers
+def _obs_act(spec):
+    return int(sum(np.prod(o.shape) for o in spec.observation_specs)), int(spec.action_spec.continuous_size)
+
+
+def build_fast_sac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+    from bench.minimal_sac import MinimalSAC
+
+    trainer, spec = speed.make_trainer("fast_sac", tmp)
+    speed.fill(trainer, spec, rows, rng)
+    hp, net = trainer.hyperparameters, trainer.trainer_settings.network_settings
+    minimal = MinimalSAC(trainer.trainer_settings, *_obs_act(spec), rows=rows)
+    builtin = step = None
+    if with_builtin:
+        sac, _ = speed.make_trainer("sac", tmp)
+        speed.fill(sac, spec, rows, rng)
+        builtin, step = "sac", builtin_sac_step(sac, hp.batch_size)
+    return Bench("fast_sac", trainer.update_once, minimal,
+                 f"batch {hp.batch_size}, n_step {hp.n_step}, {net.num_layers}x{net.hidden_units}",
+                 speed.optimized_parameters(trainer.optimizer), builtin, step)
+
+
+def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+    from bench.minimal_taac import MinimalTAAC
+    from mlagents_plugins.taac.trajectories import trajectory_size
+
+    trainer, spec = speed.make_trainer("taac", tmp)
+    hp, net = trainer.hyperparameters, trainer.trainer_settings.network_settings
+    d = trajectory_size(hp.trajectory_kind, spec.action_spec.continuous_size)
+
+    def record(length: int) -> np.ndarray:  # [tau^- | tau | switch | repeats], what TaacPolicy writes
+        tau = rng.uniform(-1, 1, (length, d)).astype(np.float32)
+        switch = (rng.random((length, 1)) < 0.3).astype(np.float32)
+        return np.concatenate([np.roll(tau, 1, 0), tau, switch, np.ones((length, 1), np.float32)], 1)
+
+    speed.fill(trainer, spec, rows, rng, log_probs=record)
+    minimal = MinimalTAAC(trainer.trainer_settings, *_obs_act(spec), rows=rows)
+    n_seq = int(math.ceil(hp.batch_size / hp.mini_batch_length))
+    return Bench("taac", trainer.update_once, minimal,
+                 f"{n_seq} windows x {hp.mini_batch_length}, {hp.num_critic_replicas} critics, "
+                 f"{net.num_layers}x{net.hidden_units}", speed.optimized_parameters(trainer.optimizer))
+
+
+def build_muzero_repr(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+    from bench.minimal_muzero import MinimalMuZeroRepr
+
+    trainer, spec = speed.make_trainer("muzero_repr", tmp)
+    speed.fill(trainer, spec, rows, rng)
+    hp = trainer.muzero_settings
+    minimal = MinimalMuZeroRepr(trainer.trainer_settings, *_obs_act(spec), rows=rows)
+    return Bench("muzero_repr", trainer.update_once, minimal,
+                 f"batch {hp.batch_size}, K {hp.num_unroll_steps}, td {hp.td_steps}, latent {hp.latent_size}, "
+                 f"model {hp.model_num_layers}x{hp.model_hidden_units}, head {hp.head_num_layers}x{hp.head_hidden_units}",
+                 speed.optimized_parameters(trainer.optimizer))
+
+
+def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+    from bench.minimal_impala import MinimalImpala
+
+    hp = speed.trainer_settings("impala").hyperparameters
+    pieces_wanted = max(4 * hp.batch_size, rows // hp.unroll_length)
+    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted})
+    speed.fill(trainer, spec, pieces_wanted * hp.unroll_length, rng)
+    queue = trainer.piece_queue
+    pool = queue.take_fresh(queue.num_fresh)
+    B = hp.batch_size
+    state: Dict[str, Any] = {"i": 0, "stats": defaultdict(list)}
+
+    def ours() -> None:
+        i = state["i"]
+        queue.add([pool[(i + j) % len(pool)] for j in range(B)])
+        trainer._learn_on(queue.take_fresh(B), state["stats"])
+        state["i"] = i + B
+        if state["i"] % (50 * B) == 0:
+            state["stats"] = defaultdict(list)
+
+    net = trainer.trainer_settings.network_settings
+    minimal = MinimalImpala(trainer.trainer_settings, *_obs_act(spec), pieces=len(pool))
+    builtin = step = None
+    if with_builtin:
+        ppo, _ = speed.make_trainer("ppo", tmp)
+        speed.fill(ppo, spec, max(rows, ppo.hyperparameters.buffer_size), rng)
+        builtin, step = "ppo", builtin_ppo_step(ppo)
+    return Bench("impala", ours, minimal,
+                 f"{B} pieces x {hp.unroll_length} steps, {net.num_layers}x{net.hidden_units}",
+                 speed.optimized_parameters(trainer.optimizer), builtin, step)
+
+
+BUILDERS = {"fast_sac": build_fast_sac, "taac": build_taac, "impala": build_impala,
+            "muzero_repr": build_muzero_repr}
+
+
+def measure(bench: Bench, threads_list: List[int], updates: int, warmup: int) -> List[Dict[str, Any]]:
+    import torch
+
+    ours_bw, minimal_bw = backward_passes(bench.ours), backward_passes(bench.minimal.step)
+    ours_n = sum(p.numel() for p in bench.ours_params)
+    minimal_n = sum(p.numel() for p in speed.optimized_parameters(*bench.minimal.optimizers))
+    rows = []
+    for threads in threads_list:
+        torch.set_num_threads(threads)
+        ms = speed.time_interleaved(bench.steps(), updates, warmup=warmup)
+        rows.append({
+            "trainer": bench.trainer,
+            "threads": threads,
+            "ours_ms": round(ms["ours"], 3),
+            "minimal_ms": round(ms["minimal"], 3),
+            "ratio_ours_over_minimal": round(ms["ours"] / ms["minimal"], 2),
+            "builtin": bench.builtin,
+            "builtin_ms": round(ms["builtin"], 3) if "builtin" in ms else None,
+            "ratio_ours_over_builtin": round(ms["ours"] / ms["builtin"], 2) if "builtin" in ms else None,
+            "work": bench.work,
+            "backward_passes": f"{ours_bw} / {minimal_bw}",
+            "trained_parameters": f"{ours_n} / {minimal_n}",
+        })
+    return rows
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--updates", type=int, default=200, help="timed updates per variant and thread count (200)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed updates per variant first (10)")
+    p.add_argument("--rows", type=int, default=20000, help="steps put in each trainer's buffer (20000)")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts (1 2)")
+    p.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
+    p.add_argument("--no-builtin", action="store_true", help="skip the built-in sac/ppo counterparts")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = p.parse_args(argv)
+    for name in ("updates", "rows"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name}={getattr(args, name)} is invalid; must be an integer >= 1")
+    if any(n < 1 for n in args.threads):
+        p.error(f"--threads={args.threads} is invalid; every value must be an integer >= 1")
+
+    import logging
+
+    import torch
+    from mlagents_envs.logging_util import set_log_level
+
+    set_log_level(logging.WARNING)
+    torch.manual_seed(0)
+    rows: List[Dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.trainers:
+            if not args.json:
+                print(f"[update_speed] {name} ...", file=sys.stderr, flush=True)
+            bench = BUILDERS[name](tmp, args.rows, np.random.default_rng(0), with_builtin=not args.no_builtin)
+            rows += measure(bench, args.threads, args.updates, args.warmup)
+    out = {"scene": speed.SCENE, "updates": args.updates, "buffer_rows": args.rows, "speed_rows": rows}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{'trainer':<12} {'thr':>3} {'ours ms':>8} {'minimal':>8} {'ratio':>6} {'builtin':>8} {'ms':>8}")
+        for r in rows:
+            print(f"{r['trainer']:<12} {r['threads']:>3} {r['ours_ms']:>8} {r['minimal_ms']:>8} "
+                  f"{r['ratio_ours_over_minimal']:>6} {str(r['builtin'] or '-'):>8} {str(r['builtin_ms'] or '-'):>8}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""The update-speed benchmark without timing assertions: its timer, that each minimal loop does the same work
+as the trainer it is compared with (layers, backward passes, the algorithm's targets), the Speed table and
+the replay memory of mlagents-learn runs."""
+import itertools
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bench_fixtures import rec  # noqa: F401  (also puts the repo root on sys.path)
+from bench import speed, update_speed
+from bench.report import render_report
+
+ENV = {"invocation": "inv-A", "date": "2026-11-22 01:00 UTC", "machine": "2 cores"}
+
+
+# ---------------------------------------------------------------------------------------------- timer
+def test_time_interleaved_is_median_of_interleaved_blocks(monkeypatch):
+    clock = {"now": 0.0}
+    calls = []
+    # A's third block is slow (a busy machine): the median ignores it.
+    costs = {"A": itertools.chain([0.002] * 4, [0.002] * 4, [0.050] * 4, itertools.repeat(0.002)),
+             "B": itertools.repeat(0.005)}
+
+    def make(name):
+        def step():
+            calls.append(name)
+            clock["now"] += next(costs[name])
+        return step
+
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: clock["now"])
+    ms = speed.time_interleaved({"A": make("A"), "B": make("B")}, updates=20, warmup=0, blocks=5)
+    assert ms == {"A": pytest.approx(2.0), "B": pytest.approx(5.0)}
+    assert calls == (["A"] * 4 + ["B"] * 4) * 5  # blocks interleaved A B A B ...
+
+
+def test_time_interleaved_warms_up_and_rejects_bad_counts():
+    n = {"x": 0}
+
+    def step():
+        n["x"] += 1
+
+    speed.time_interleaved({"x": step}, updates=3, warmup=7, blocks=3)
+    assert n["x"] == 7 + 3
+    with pytest.raises(ValueError, match="updates >= 1"):
+        speed.time_interleaved({"x": step}, updates=0)
+
+
+def test_backward_counter_counts_and_restores():
+    original = torch.autograd.backward
+    x = torch.ones(2, requires_grad=True)
+    with speed.BackwardCounter() as c:
+        (x * 2).sum().backward()
+        (x * 3).sum().backward()
+    assert c.calls == 2 and torch.autograd.backward is original
+    assert x.grad.tolist() == [5.0, 5.0]
+
+
+# ---------------------------------------------------------------------------------------------- same work
+@pytest.mark.parametrize("trainer", update_speed.TRAINERS)
+def test_minimal_loop_trains_the_same_layers_with_the_same_backward_passes(tmp_path, trainer):
+    torch.set_num_threads(1)
+    bench = update_speed.BUILDERS[trainer](str(tmp_path), 1200, np.random.default_rng(0), with_builtin=False)
+    minimal_params = speed.optimized_parameters(*bench.minimal.optimizers)
+    assert speed.parameter_shapes(bench.ours_params) == speed.parameter_shapes(minimal_params)
+    assert update_speed.backward_passes(bench.ours) == update_speed.backward_passes(bench.minimal.step)
+
+    def moved_shapes(step, params):
+        before = [p.detach().clone() for p in params]
+        step()
+        return speed.parameter_shapes([p for b, p in zip(before, params) if not torch.equal(b, p)])
+
+    # the same tensors receive gradient steps (muzero_repr's policy head of f none, its loss weight being 0)
+    moved = moved_shapes(bench.minimal.step, minimal_params)
+    assert moved == moved_shapes(bench.ours, bench.ours_params)
+    assert len(moved) >= len(minimal_params) - 2
+    assert all(torch.isfinite(p).all() for p in minimal_params)
+
+
+def test_minimal_vtrace_matches_impala_losses():
+    from bench.minimal_impala import vtrace
+    from mlagents_plugins.impala import losses
+
+    g = torch.Generator().manual_seed(3)
+    T, B = 6, 3
+    log_rho = torch.randn(T, B, generator=g)
+    discount = torch.full((T, B), 0.9)
+    discount[-1, 1] = 0.0  # piece 1 ends its episode
+    r, v, v_boot = torch.randn(T, B, generator=g), torch.randn(T, B, generator=g), torch.randn(B, generator=g)
+    vs, adv = vtrace(log_rho, discount, r, v, v_boot, 1.0, 0.8, 1.2, 0.95)
+    ref = losses.vtrace(log_rho, discount, r, v, v_boot, torch.ones(T, B), rho_clip=1.0, c_clip=0.8,
+                        pg_rho_clip=1.2, lambda_=0.95)
+    assert torch.allclose(vs, ref.vs, atol=1e-5) and torch.allclose(adv, ref.pg_advantage, atol=1e-5)
+
+
+def test_minimal_vtrace_on_policy_is_the_discounted_return_by_hand():
+    from bench.minimal_impala import vtrace
+
+    # rho = 1 (log_rho 0), no clipping effect: v_s is the n-step return bootstrapped at the end.
+    r = torch.tensor([[1.0], [2.0]])
+    v = torch.tensor([[0.5], [-1.0]])
+    vs, adv = vtrace(torch.zeros(2, 1), torch.full((2, 1), 0.5), r, v, torch.tensor([4.0]), 1.0, 1.0, 1.0, 1.0)
+    # v_1 = 2 + 0.5 * 4 = 4; v_0 = 1 + 0.5 * 4 = 3
+    assert vs.flatten().tolist() == pytest.approx([3.0, 4.0])
+    # adv_0 = 1 + 0.5 * v_1 - V_0 = 1 + 2 - 0.5; adv_1 = 2 + 0.5 * 4 - (-1)
+    assert adv.flatten().tolist() == pytest.approx([2.5, 5.0])
+
+
+def test_minimal_compare_through_matches_taac_losses():
+    from bench.minimal_taac import compare_through
+    from mlagents_plugins.taac import losses
+
+    g = torch.Generator().manual_seed(5)
+    n, L, gamma = 5, 4, 0.9
+    r, v1 = torch.randn(n, L, generator=g), torch.randn(n, L, generator=g)
+    switch = torch.rand(n, L, generator=g) < 0.4
+    valid = torch.ones(n, L, dtype=torch.bool)
+    valid[1, 2:] = False  # window cut short by a segment end
+    terminal = torch.zeros(n, L)
+    terminal[3, 1] = 1.0  # episode ends at row 1 (later rows belong to no window: invalid)
+    valid[3, 2:] = False
+    mine = compare_through(r, terminal, v1, switch, valid, gamma)
+    ref = losses.compare_through_returns(r, gamma * (1 - terminal), v1, switch, terminal, valid)
+    assert torch.allclose(mine[valid], ref[valid], atol=1e-6)
+
+
+def test_minimal_compare_through_by_hand():
+    from bench.minimal_taac import compare_through
+
+    # rows 0..2, no switch at rows 1 and 2: G_0 = r0 + g (r1 + g (r2 + g v1_2))
+    r = torch.tensor([[1.0, 2.0, 3.0]])
+    v1 = torch.tensor([[10.0, 20.0, 30.0]])
+    none = torch.zeros(1, 3, dtype=torch.bool)
+    g = compare_through(r, torch.zeros(1, 3), v1, none, torch.ones(1, 3, dtype=torch.bool), 0.5)
+    assert g.flatten().tolist() == pytest.approx([1 + 0.5 * (2 + 0.5 * (3 + 0.5 * 30)), 2 + 0.5 * (3 + 15), 18.0])
+    switch_at_2 = torch.tensor([[False, False, True]])
+    g = compare_through(r, torch.zeros(1, 3), v1, switch_at_2, torch.ones(1, 3, dtype=torch.bool), 0.5)
+    assert g[0, 1].item() == pytest.approx(2 + 0.5 * 20)  # cut after row 1: bootstrap from v1_1
+
+
+def test_minimal_muzero_value_targets_match_unroll_targets():
+    from bench.minimal_muzero import value_targets
+    from mlagents_plugins.muzero.targets import compute_unroll_targets
+
+    rng = np.random.default_rng(7)
+    B, K, n, gamma = 6, 3, 4, 0.9
+    W = K + n
+    r = rng.normal(size=(B, W)).astype(np.float32)
+    v_next = rng.normal(size=(B, W)).astype(np.float32)
+    valid = np.ones((B, W), bool)
+    terminal = np.zeros((B, W), np.float32)
+    valid[1, 4:] = False  # stored data end (bootstraps from row 3)
+    valid[2, 2:], terminal[2, 1] = False, 1.0  # terminal at row 1
+    valid[4, 6:], terminal[4, 5] = False, 1.0
+    boot, sums, disc, z = value_targets(r, terminal, valid, K, n, gamma)[:3] + (None,)
+    z = sums + disc * np.take_along_axis(v_next, boot, 1)
+    ref = compute_unroll_targets(torch.tensor(r), torch.tensor(terminal > 0), torch.tensor(terminal > 0),
+                                 torch.tensor(valid), torch.tensor(v_next), gamma, K, n)
+    mask = ref.value_mask_bk.numpy()
+    assert np.allclose(z[mask], ref.value_bk.numpy()[mask], atol=1e-5)
+    # by hand, window 2 step 0: r0 + gamma r1 and no bootstrap (terminal at row 1)
+    assert z[2, 0] == pytest.approx(r[2, 0] + gamma * r[2, 1], abs=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- report
+def test_report_speed_table_from_update_speed_rows():
+    rows = [{"trainer": "fast_sac", "threads": 1, "ours_ms": 3.776, "minimal_ms": 2.716,
+             "ratio_ours_over_minimal": 1.39, "builtin": "sac", "builtin_ms": 9.143, "ratio_ours_over_builtin": 0.41,
+             "work": "batch 128", "backward_passes": "1 / 1", "trained_parameters": "14855 / 14855"},
+            {"trainer": "taac", "threads": 2, "ours_ms": 5.3, "minimal_ms": 3.4, "ratio_ours_over_minimal": 1.56,
+             "builtin": None, "builtin_ms": None, "ratio_ours_over_builtin": None, "work": "32 windows x 4",
+             "backward_passes": "1 / 1", "trained_parameters": "14984 / 14984"}]
+    speed_entries = [{"name": "update_speed.py", "threads": None, "command": "python bench/update_speed.py --json",
+                      "rc": 0, "seconds": 30.0, "json": {"scene": "balance", "speed_rows": rows}},
+                     {"name": "replay_io.py", "threads": None, "command": "python bench/replay_io.py", "rc": 0,
+                      "seconds": 1.0, "text": "file: 8.6 MB"}]
+    text = render_report([rec("fast_sac", 0, [[100, 1.0, 0.5]])], ENV, {}, speed_entries)
+    assert "| trainer | torch threads | ours ms / update | minimal ms / update | ratio ours / minimal |" in text
+    assert ("| **fast_sac** | 1 | 3.78 | 2.72 | 1.39 | sac | 9.14 | 0.41 | batch 128 | 1 / 1 | 14855 / 14855 |"
+            in text)
+    assert "| **taac** | 2 | 5.30 | 3.40 | 1.56 | — | — | — | 32 windows x 4 |" in text
+    assert text.index("| **taac** |") < text.index("### Other speed scripts") < text.index("file: 8.6 MB")
+
+
+def test_update_speed_cli_rejects_bad_numbers(capsys):
+    with pytest.raises(SystemExit):
+        update_speed.main(["--updates", "0"])
+    assert "--updates=0 is invalid" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        update_speed.main(["--threads", "1", "0"])
+    assert "--threads=[1, 0] is invalid" in capsys.readouterr().err
+
+
+def test_speed_section_runs_update_speed_once_first(monkeypatch):
+    from bench import speed_scripts
+
+    seen = []
+    monkeypatch.setattr(speed_scripts, "run_script",
+                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
+    speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
+    assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000"), None)
+    assert [s[0] for s in seen].count("update_speed.py") == 1
+    assert ("sac_speed.py", ("--updates", "50"), 2) in seen
+
+
+# ---------------------------------------------------------------------------------------------- replay memory
+def test_saved_replay_bytes_of_ours_is_the_preallocated_buffer(tmp_path):
+    from bench.runner import saved_replay_bytes
+    from mlagents_plugins.replay.buffer import ReplayBuffer
+    from mlagents_plugins.replay.persistence import save_replay
+    from mlagents_plugins.replay.specs import FieldSpec
+
+    buf = ReplayBuffer(1000, {"obs": FieldSpec((8,), "float32"), "reward": FieldSpec((), "float32")})
+    buf.add({"obs": np.ones((10, 8), np.float32), "reward": np.arange(10, dtype=np.float32)})
+    (tmp_path / "Balance").mkdir()
+    size = save_replay(str(tmp_path / "Balance" / "replay_buffer.mlreplay"), buf)
+    got = saved_replay_bytes(str(tmp_path), "Balance")
+    assert got == buf.nbytes and got >= 1000 * (8 + 1) * 4 and got > size  # capacity, not the 10 saved rows
+    assert saved_replay_bytes(str(tmp_path), "Other") is None
+
+
+def test_saved_replay_bytes_of_builtin_sac_counts_its_arrays(tmp_path):
+    from mlagents.trainers.buffer import AgentBuffer, BufferKey
+
+    from bench.runner import saved_replay_bytes
+
+    ab = AgentBuffer()
+    for i in range(50):
+        ab[BufferKey.ENVIRONMENT_REWARDS].append(float(i))
+        ab[BufferKey.CONTINUOUS_ACTION].append(np.full(2, i, np.float32))
+    (tmp_path / "Balance").mkdir()
+    with open(tmp_path / "Balance" / "last_replay_buffer.hdf5", "wb") as f:
+        ab.save_to_file(f)
+    got = saved_replay_bytes(str(tmp_path), "Balance")
+    assert got >= 50 * 4 * 3  # the float32 data of both fields, plus Python objects
+    assert json.dumps(got)  # a plain int for the run record
