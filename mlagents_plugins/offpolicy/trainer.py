@@ -7,6 +7,13 @@ Subclasses (fast_sac, taac, muzero_repr) provide:
   and how one trajectory chunk becomes rows (default: the standard transition rows of ``offpolicy.rows``);
 * ``update_once()`` - draw a minibatch from ``self.replay`` and take one gradient step, returning stats.
 
+Optional hooks:
+
+* ``step_extras(behavior_spec)`` - named per-step arrays the policy records while acting
+  (``offpolicy.extras.StepExtras``); the base adds them to the replay layout and stores them with every row.
+* ``observe_rows(rows, trajectory)`` - sees each chunk's complete rows (standard + extras) before they enter
+  the replay, e.g. to report rollout statistics.
+
 The base decides *when*: after ``buffer_init_steps`` environment steps (and once the buffer holds a batch)
 it keeps ``num_updates == floor((step - buffer_init_steps) / steps_per_update)``; intrinsic reward providers
 are updated on their own ``reward_signal_steps_per_update`` cadence with their own minibatch, and never when
@@ -41,6 +48,7 @@ from mlagents_envs.logging_util import get_logger
 from mlagents_envs.timers import hierarchical_timer, timed
 
 from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.torch_device import bind_thread_to_default_device
@@ -94,6 +102,32 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         """Rows of one trajectory chunk (one replay segment); default the standard transition rows."""
         return R.trajectory_to_rows(self.policy.behavior_spec, trajectory, agent_buffer)
 
+    def step_extras(self, spec: BehaviorSpec) -> Optional[StepExtras]:
+        """Per-step extras this trainer's policy records (stored as replay columns), or None (default)."""
+        return None
+
+    def observe_rows(self, rows: Dict[str, np.ndarray], trajectory: Trajectory) -> None:
+        """Called with each chunk's complete rows (standard + extras) before they enter the replay."""
+
+    def replay_layout(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
+        """The replay buffer's fields: ``replay_fields`` plus the declared step extras."""
+        fields = dict(self.replay_fields(spec))
+        extras = self.step_extras(spec)
+        if extras is not None:
+            clash = sorted(set(fields) & set(extras.fields))
+            if clash:
+                raise ValueError(f"step extras {clash} have the names of replay fields of {type(self).__name__}")
+            fields.update(extras.fields)
+        return fields
+
+    def _rows_of(self, trajectory: Trajectory, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
+        rows = self.trajectory_to_rows(trajectory, agent_buffer)
+        extras = self.step_extras(self.policy.behavior_spec)
+        if extras is not None:
+            rows.update(extras.read(agent_buffer))
+        self.observe_rows(rows, trajectory)
+        return rows
+
     @property
     def prioritized_replay(self) -> bool:
         """Whether the replay buffer keeps priorities (subclasses with PER override)."""
@@ -123,7 +157,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         self.model_saver.initialize_or_load()
         self._step = policy.get_current_step()
         self.replay = ReplayBuffer(
-            self.hyperparameters.buffer_size, self.replay_fields(policy.behavior_spec), prioritized=self.prioritized_replay
+            self.hyperparameters.buffer_size, self.replay_layout(policy.behavior_spec), prioritized=self.prioritized_replay
         )
         # Without saved counters, assume the ratio was kept before (ML-Agents' behaviour on resume).
         self.num_updates = self._updates_due(self.hyperparameters.steps_per_update)
@@ -144,7 +178,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
     def _maybe_load_replay(self) -> None:
         from mlagents_plugins.replay.persistence import load_replay
 
-        spec = self.replay_fields(self.policy.behavior_spec)
+        spec = self.replay_layout(self.policy.behavior_spec)
         cap = self.hyperparameters.buffer_size
         if self.load and self.checkpoint_replay_buffer:
             path = self.replay_path
@@ -231,7 +265,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         for name, signal in self.optimizer.reward_signals.items():
             self.collected_rewards[name][agent_id] += float(np.sum(signal.evaluate(buf) * signal.strength))
         if self.is_training:  # also the chunk that crosses max_steps, so a resumed run has every row
-            self.replay.add(self.trajectory_to_rows(trajectory, buf))
+            self.replay.add(self._rows_of(trajectory, buf))
         if trajectory.done_reached:
             self._update_end_episode_stats(agent_id, self.optimizer)
 
