@@ -9,6 +9,10 @@ Per update (all on ``[B, L]`` windows flattened to ``N = B * L`` rows):
    fresh switch, the critic loss of every replica on ``Q(s_t, tau_t)``.
 4. Temperature losses; then all three Adam steps; Polyak update of the target critics every
    ``target_update_period`` updates.
+
+Resume: the update counter that times the target updates and the policy's ``randomize_first_state_tau``
+generator are saved in the model checkpoint (module ``Optimizer:taac_state``, an
+``offpolicy.checkpoint_state.CheckpointState``), so ``--resume`` continues both exactly.
 """
 import copy
 from typing import Dict, List, NamedTuple
@@ -18,6 +22,7 @@ from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
+from mlagents_plugins.offpolicy.checkpoint_state import CheckpointState
 from mlagents_plugins.taac import losses, stats
 from mlagents_plugins.taac.networks import TaacActor, TaacCritic
 from mlagents_plugins.taac.policy import TaacPolicy
@@ -35,6 +40,12 @@ class TaacBatch(NamedTuple):
     rewards: torch.Tensor  # [B, L, K] per reward stream (already scaled by strength)
     terminal: torch.Tensor  # [B, L] bool, episode ended without time-out
     valid: torch.Tensor  # [B, L] bool, row belongs to the window
+
+
+# Keys of the non-tensor training state saved with the checkpoint.
+STATE_MODULE = "Optimizer:taac_state"
+STATE_NUM_UPDATES = "num_updates"
+STATE_FIRST_TAU_RNG = "first_tau_rng"
 
 
 def _flat(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -68,8 +79,15 @@ class TaacOptimizer(TorchOptimizer):
         self.temperature_optimizer = torch.optim.Adam(
             [self.actor.log_alpha_action, self.actor.log_alpha_switch], lr=h.learning_rate
         )
+        # Gradient updates taken (times the target updates: every ``target_update_period``-th one).
         self.num_updates = 0
         self.target_critic.to(default_device())
+        self.resume_state = CheckpointState()
+        self.resume_state.register(STATE_NUM_UPDATES, lambda: int(self.num_updates), self._set_num_updates)
+        self.resume_state.register_rng(STATE_FIRST_TAU_RNG, policy.first_tau_rng)
+
+    def _set_num_updates(self, value: object) -> None:
+        self.num_updates = int(value)  # type: ignore[arg-type]
 
     @property
     def critic(self) -> TaacCritic:  # TorchOptimizer's read-only property
@@ -184,6 +202,7 @@ class TaacOptimizer(TorchOptimizer):
             "Optimizer:actor_optimizer": self.actor_optimizer,
             "Optimizer:critic_optimizer": self.critic_optimizer,
             "Optimizer:temperature_optimizer": self.temperature_optimizer,
+            STATE_MODULE: self.resume_state,
         }
         for provider in self.reward_signals.values():
             modules.update(provider.get_modules())

@@ -1,4 +1,4 @@
-"""``TaacPolicy``: acting with per-agent TAAC state, and the step record that reaches the replay buffer.
+"""``TaacPolicy``: acting with per-agent TAAC state, and the per-step extras that reach the replay buffer.
 
 Per-agent rollout state (tau^-, last switch, repeat count) lives in ML-Agents' per-agent memory
 (``Policy.memory_dict``): ``retrieve_memories`` gives zeros for an agent that has none, and the agent
@@ -6,54 +6,50 @@ processor calls ``remove_memories`` when an episode ends, so every episode start
 exactly as in a Unity build running the ONNX file (or from a random ``tau^-`` with
 ``randomize_first_state_tau``).
 
-Why a step record in the log-probs slot: ML-Agents 1.1.0's ``AgentExperience`` has no free per-step field,
-and the trainer must see what acting saw at *every* row, including an episode's last one (whose
-``memory_out`` never reaches the trajectory).  TAAC needs no action log-probabilities, so the continuous
-log-probs slot carries ``[tau^- (D) | tau (D) | switch (1) | repeats (1)]`` instead (see ``StepRecord``).
+What acting saw at every step - ``tau^-``, the executed ``tau``, the switch and the repeat count - is
+returned as named step extras (``offpolicy.extras``, declared by ``taac_step_extras``); the off-policy base
+stores them as the replay columns of the same names, so training sees what acting saw, including an
+episode's last step (whose ``memory_out`` never reaches the trajectory).
 """
-from typing import Any, Dict, List, NamedTuple
+from typing import Any, Dict, List
 
 import numpy as np
 
 from mlagents.torch_utils import torch
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import NetworkSettings
-from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 from mlagents_envs.timers import timed
 
+from mlagents_plugins.offpolicy.extras import StepExtras
+from mlagents_plugins.replay.specs import FieldSpec
 from mlagents_plugins.taac.networks import ActStep, TaacActor
 
+# Step extras (= replay columns) recorded at every rollout step.
+TAU_PREV = "tau_prev"  # [D] tau^- the step started from
+TAU = "tau"  # [D] trajectory executed at this step
+SWITCH = "switch"  # rollout switch b (took the proposal, forced switches included)
+REPEATS = "repeats"  # steps the executed trajectory has run, this one included
 
-class StepRecord(NamedTuple):
-    """Rollout facts of one agent step, as numpy rows ``[N, ...]``."""
 
-    tau_prev: np.ndarray
-    tau: np.ndarray
-    switch: np.ndarray  # bool
-    repeats: np.ndarray
+def taac_step_extras(tau_size: int) -> StepExtras:
+    return StepExtras(
+        {
+            TAU_PREV: FieldSpec((tau_size,), "float32"),
+            TAU: FieldSpec((tau_size,), "float32"),
+            SWITCH: FieldSpec((), "bool"),
+            REPEATS: FieldSpec((), "float32"),
+        }
+    )
 
-    @staticmethod
-    def width(tau_size: int) -> int:
-        return 2 * tau_size + 2
 
-    @staticmethod
-    def pack(step: ActStep) -> np.ndarray:
-        rec = torch.cat(
-            [step.tau_prev, step.tau, step.switch.float().unsqueeze(-1), step.repeats.float().unsqueeze(-1)], dim=-1
-        )
-        return rec.detach().cpu().numpy().astype(np.float32)
-
-    @staticmethod
-    def unpack(rec: np.ndarray, tau_size: int) -> "StepRecord":
-        rec = np.asarray(rec, dtype=np.float32)
-        if rec.ndim != 2 or rec.shape[1] != StepRecord.width(tau_size):
-            raise ValueError(
-                f"TAAC step record must be [N, {StepRecord.width(tau_size)}] for trajectory size {tau_size}, "
-                f"got shape {rec.shape}: was this trajectory produced by a taac policy of the same settings?"
-            )
-        d = tau_size
-        return StepRecord(rec[:, :d], rec[:, d : 2 * d], rec[:, 2 * d] > 0.5, rec[:, 2 * d + 1])
+def step_extras_of(step: ActStep) -> Dict[str, np.ndarray]:
+    return {
+        TAU_PREV: step.tau_prev.detach().cpu().numpy(),
+        TAU: step.tau.detach().cpu().numpy(),
+        SWITCH: step.switch.detach().cpu().numpy().astype(bool),
+        REPEATS: step.repeats.detach().cpu().numpy().astype(np.float32),
+    }
 
 
 class TaacPolicy(TorchPolicy):
@@ -70,7 +66,9 @@ class TaacPolicy(TorchPolicy):
         self.m_size = self.actor.memory_size
         self._export_m_size = self.actor.memory_size
         self.randomize_first_state_tau = randomize_first_state_tau
-        self._rng = np.random.default_rng(seed)
+        # Draws the random first tau^- of each episode; saved with the checkpoint (see TaacOptimizer).
+        self.first_tau_rng = np.random.default_rng(seed)
+        self.step_extras = taac_step_extras(self.actor.tau_size)
 
     @property
     def export_memory_size(self) -> int:
@@ -82,7 +80,7 @@ class TaacPolicy(TorchPolicy):
         if self.randomize_first_state_tau:
             for i, agent_id in enumerate(global_agent_ids):
                 if agent_id not in self.memory_dict:
-                    mem[i, : self.actor.tau_size] = self._rng.uniform(-1.0, 1.0, self.actor.tau_size)
+                    mem[i, : self.actor.tau_size] = self.first_tau_rng.uniform(-1.0, 1.0, self.actor.tau_size)
         return mem
 
     @timed
@@ -95,7 +93,7 @@ class TaacPolicy(TorchPolicy):
         return {
             "action": action,
             "env_action": action,
-            "log_probs": LogProbsTuple(continuous=StepRecord.pack(step)),
+            **self.step_extras.policy_outputs(step_extras_of(step)),
             "memory_out": step.memory_out.cpu().numpy(),
             "p_switch": step.p_switch.cpu().numpy(),
         }

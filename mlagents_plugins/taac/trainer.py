@@ -1,8 +1,9 @@
 """``TaacTrainer``: TAAC on the shared off-policy base (intake, cadence, replay persistence).
 
-TAAC-specific parts: the continuous-only check at start-up, the replay layout (standard transition row +
-the rollout's ``tau^-``, ``tau``, switch and repeat count from the step record), and ``update_once``, which
-samples windows of ``mini_batch_length`` rows for the compare-through return.
+TAAC-specific parts: the continuous-only check at start-up, the step extras (the rollout's ``tau^-``,
+``tau``, switch and repeat count, stored by the base as replay columns next to the standard transition
+row), and ``update_once``, which samples windows of ``mini_batch_length`` rows for the compare-through
+return.
 """
 import math
 from typing import Dict, List, cast
@@ -11,7 +12,6 @@ import numpy as np
 
 from mlagents.torch_utils import torch, default_device
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
-from mlagents.trainers.buffer import AgentBuffer, BufferKey
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
@@ -21,20 +21,16 @@ from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 
 from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
-from mlagents_plugins.replay.specs import FieldSpec
 from mlagents_plugins.taac import stats
 from mlagents_plugins.taac.optimizer import TaacBatch, TaacOptimizer
-from mlagents_plugins.taac.policy import StepRecord, TaacPolicy
+from mlagents_plugins.taac.policy import REPEATS, SWITCH, TAU, TAU_PREV, TaacPolicy, taac_step_extras
 from mlagents_plugins.taac.settings import TaacSettings
 from mlagents_plugins.taac.trajectories import trajectory_size
 
 TRAINER_NAME = "taac"
-
-TAU_PREV = "tau_prev"
-TAU = "tau"
-SWITCH = "switch"
-REPEATS = "repeats"
+__all__ = ["TaacTrainer", "TRAINER_NAME", "TAU_PREV", "TAU", "SWITCH", "REPEATS"]
 
 
 class TaacTrainer(OffPolicyTrainerBase):
@@ -102,31 +98,21 @@ class TaacTrainer(OffPolicyTrainerBase):
     def _tau_size(self, spec: BehaviorSpec) -> int:
         return trajectory_size(self.hyperparameters.trajectory_kind, spec.action_spec.continuous_size)
 
-    def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
-        fields = R.transition_fields(spec)
-        d = self._tau_size(spec)
-        fields[TAU_PREV] = FieldSpec((d,), "float32")
-        fields[TAU] = FieldSpec((d,), "float32")
-        fields[SWITCH] = FieldSpec((), "bool")
-        fields[REPEATS] = FieldSpec((), "float32")
-        return fields
+    def step_extras(self, spec: BehaviorSpec) -> StepExtras:
+        """``tau_prev``, ``tau``, ``switch``, ``repeats`` of every rollout step (see ``taac.policy``)."""
+        if getattr(self, "_extras_for", None) is not spec:
+            self._extras, self._extras_for = taac_step_extras(self._tau_size(spec)), spec
+        return self._extras
 
-    def trajectory_to_rows(self, trajectory: Trajectory, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
-        spec = self.policy.behavior_spec
-        rows = R.trajectory_to_rows(spec, trajectory, agent_buffer)
-        rec = StepRecord.unpack(np.asarray(agent_buffer[BufferKey.CONTINUOUS_LOG_PROBS]), self._tau_size(spec))
-        rows[TAU_PREV], rows[TAU], rows[SWITCH], rows[REPEATS] = rec.tau_prev, rec.tau, rec.switch, rec.repeats
-        self._report_rollout_stats(rec, trajectory.done_reached)
-        return rows
-
-    def _report_rollout_stats(self, rec: StepRecord, done: bool) -> None:
-        # A run ends where the next step switched, and at the episode's end.
-        ends = list(rec.repeats[:-1][rec.switch[1:]])
-        if done:
-            ends.append(rec.repeats[-1])
+    def observe_rows(self, rows: Dict[str, np.ndarray], trajectory: Trajectory) -> None:
+        """Rollout stats: a run of one trajectory ends where the next step switched, and at the episode's end."""
+        repeats, switch = rows[REPEATS], rows[SWITCH]
+        ends = list(repeats[:-1][switch[1:]])
+        if trajectory.done_reached:
+            ends.append(repeats[-1])
         if ends:
             self._stats_reporter.add_stat(stats.MEAN_REPEAT_LENGTH, float(np.mean(ends)))
-        self._stats_reporter.add_stat(stats.ROLLOUT_KEEP_FRACTION, float(np.mean(~rec.switch)))
+        self._stats_reporter.add_stat(stats.ROLLOUT_KEEP_FRACTION, float(np.mean(~switch)))
 
     # ------------------------------------------------------------------ update
     def _stream_rewards(self, flat_rows: Dict[str, np.ndarray]) -> np.ndarray:

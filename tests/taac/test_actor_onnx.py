@@ -7,7 +7,8 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DecisionSteps, Dime
 
 import mlagents_plugins  # noqa: F401  (ONNX export fix)
 from mlagents_plugins.taac import trajectories as T
-from mlagents_plugins.taac.policy import StepRecord, TaacPolicy
+from mlagents_plugins.offpolicy.extras import STEP_EXTRAS_OUTPUT
+from mlagents_plugins.taac.policy import REPEATS, SWITCH, TAU, TAU_PREV, TaacPolicy
 from mlagents_plugins.taac.trajectories import TrajectoryKind
 from mlagents_plugins.testing.onnx_check import export_policy, run_onnx, run_torch_actor
 
@@ -78,25 +79,36 @@ def test_max_repeat_steps_forces_a_switch():
     assert step.repeats[2] == 1 and step.repeats[3] == 1
 
 
-def test_policy_memory_per_agent_and_step_record():
+def step_extras(policy, info):
+    """The step extras as the trainer will read them (through the transport), checked against the named ones."""
+    packed = policy.step_extras.unpack(info.outputs["log_probs"].continuous)
+    named = info.outputs[STEP_EXTRAS_OUTPUT]
+    assert set(packed) == {TAU_PREV, TAU, SWITCH, REPEATS} == set(named)
+    for k in packed:
+        np.testing.assert_array_equal(packed[k], named[k])
+    assert packed[SWITCH].dtype == bool
+    return packed
+
+
+def test_policy_memory_per_agent_and_step_extras():
     policy = make_policy(kind=TrajectoryKind.LINEAR, randomize=True)
     rng = np.random.default_rng(1)
     ids = ["agent_0-0", "agent_0-1", "agent_0-2"]
     info1 = policy.get_action(decision_steps(rng.normal(size=(3, OBS))))
-    rec1 = StepRecord.unpack(info1.outputs["log_probs"].continuous, policy.actor.tau_size)
+    rec1 = step_extras(policy, info1)
     # Randomized first tau^- (not zeros), and the memory stored per agent is the executed trajectory.
-    assert np.abs(rec1.tau_prev).sum() > 0
+    assert np.abs(rec1[TAU_PREV]).sum() > 0
     for i, gid in enumerate(ids):
-        np.testing.assert_allclose(policy.memory_dict[gid][: policy.actor.tau_size], rec1.tau[i])
-    np.testing.assert_allclose(info1.action.continuous, rec1.tau[:, :ACT])
+        np.testing.assert_allclose(policy.memory_dict[gid][: policy.actor.tau_size], rec1[TAU][i])
+    np.testing.assert_allclose(info1.action.continuous, rec1[TAU][:, :ACT])
     info2 = policy.get_action(decision_steps(rng.normal(size=(3, OBS))))
-    rec2 = StepRecord.unpack(info2.outputs["log_probs"].continuous, policy.actor.tau_size)
-    np.testing.assert_allclose(rec2.tau_prev, rec1.tau, atol=1e-6)  # tau^- of step 2 = tau of step 1
+    rec2 = step_extras(policy, info2)
+    np.testing.assert_allclose(rec2[TAU_PREV], rec1[TAU], atol=1e-6)  # tau^- of step 2 = tau of step 1
     policy.remove_memories(["agent_0-1"])  # episode end for agent 1
     info3 = policy.get_action(decision_steps(rng.normal(size=(3, OBS))))
-    rec3 = StepRecord.unpack(info3.outputs["log_probs"].continuous, policy.actor.tau_size)
-    np.testing.assert_allclose(rec3.tau_prev[[0, 2]], rec2.tau[[0, 2]], atol=1e-6)
-    assert not np.allclose(rec3.tau_prev[1], rec2.tau[1])
+    rec3 = step_extras(policy, info3)
+    np.testing.assert_allclose(rec3[TAU_PREV][[0, 2]], rec2[TAU][[0, 2]], atol=1e-6)
+    assert not np.allclose(rec3[TAU_PREV][1], rec2[TAU][1])
 
 
 @pytest.mark.parametrize("kind,max_repeat", [(TrajectoryKind.CONSTANT, 0), (TrajectoryKind.QUADRATIC, 4)])

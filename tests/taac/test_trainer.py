@@ -162,7 +162,7 @@ def test_sample_batch_with_two_reward_streams(tmp_path):
     spec = BehaviorSpec([obs_spec(4)], ActionSpec.create_continuous(2))
     trainer.policy = trainer.create_policy(None, spec)
     trainer.optimizer = trainer.create_optimizer()
-    trainer.replay = ReplayBuffer(100, trainer.replay_fields(spec))
+    trainer.replay = ReplayBuffer(100, trainer.replay_layout(spec))
     rng = np.random.default_rng(0)
     for n in (5, 7, 4):
         rows = {name: rng.uniform(-1, 1, size=(n,) + f.shape).astype(f.dtype) for name, f in trainer.replay.fields.items()}
