@@ -31,6 +31,7 @@ class VTraceReturns(NamedTuple):
     vs: torch.Tensor  # V-trace value targets v_s (baseline targets)
     pg_advantage: torch.Tensor  # pg_rho_s (r_s + discount_s v_{s+1} - V(x_s)); 0 on padding
     rho_t: torch.Tensor  # importance weights clipped at rho_clip (what scaled the TD errors)
+    q_t: torch.Tensor  # r_s + discount_s v_{s+1}: V-trace's estimate of Q(x_s, a_s); 0 on padding
 
 
 class ImportanceStats(NamedTuple):
@@ -125,8 +126,9 @@ def vtrace(
         vs = v_tm1 + vs_minus_v
 
         vs_t = next_step_values(vs, bootstrap_value, mask_t)
-        pg_advantage = pg_rho_t * (r_t + discount_t * vs_t - v_tm1) * mask_t
-    return VTraceReturns(vs=vs, pg_advantage=pg_advantage, rho_t=rho_t)
+        q_t = (r_t + discount_t * vs_t) * mask_t
+        pg_advantage = pg_rho_t * (q_t - v_tm1) * mask_t
+    return VTraceReturns(vs=vs, pg_advantage=pg_advantage, rho_t=rho_t, q_t=q_t)
 
 
 def importance_stats(log_rho_t: torch.Tensor, mask_t: torch.Tensor, rho_clip: Optional[float]) -> ImportanceStats:
@@ -175,6 +177,52 @@ def policy_gradient_loss(log_pi_t: torch.Tensor, pg_advantage_t: torch.Tensor, m
     _check_time_major("log_pi_t", log_pi_t, mask_t.shape)
     _check_time_major("pg_advantage_t", pg_advantage_t, mask_t.shape)
     return -_masked_mean(log_pi_t * pg_advantage_t.detach(), mask_t)
+
+
+def clipped_surrogate_loss(
+    log_pi_t: torch.Tensor,
+    log_mu_t: torch.Tensor,
+    advantage_t: torch.Tensor,
+    mask_t: torch.Tensor,
+    epsilon: float,
+) -> torch.Tensor:
+    """PPO's clipped surrogate (Schulman et al. 2017, eq. 7) with the behaviour policy as the old policy:
+    ``-mean(min(ratio_t A_t, clip(ratio_t, 1 - epsilon, 1 + epsilon) A_t))``, ``ratio_t = pi/mu``.
+
+    Why: plain V-trace policy gradient (sec. 4.2) bounds the *weight* of each sample (``pg_rho_clip``)
+    but not how far the learner moves from the acting policy; with policy lag plus piece reuse a few
+    large steps can push the policy off a cliff.  The clip removes the incentive to move ``pi/mu`` beyond
+    ``1 +- epsilon`` (IMPACT, Luo et al. 2020, arXiv 1912.00167, eq. 5, with the behaviour policy instead
+    of a target network).  ``ratio_t`` is the importance weight itself (its gradient is
+    ``ratio_t grad log pi``), so ``advantage_t`` must *not* be scaled by ``pg_rho`` again: pass
+    ``q_t - V(x_t)`` from :func:`vtrace`.  The advantage is a constant; ``log_mu_t`` is data.
+    """
+    for name, x in (("log_pi_t", log_pi_t), ("log_mu_t", log_mu_t), ("advantage_t", advantage_t)):
+        _check_time_major(name, x, mask_t.shape)
+    if not 0.0 < epsilon < 1.0:
+        raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
+    ratio_t = torch.exp(log_pi_t - log_mu_t.detach())
+    a_t = advantage_t.detach()
+    surrogate_t = torch.min(ratio_t * a_t, torch.clamp(ratio_t, 1.0 - epsilon, 1.0 + epsilon) * a_t)
+    return -_masked_mean(surrogate_t, mask_t)
+
+
+def fraction_outside_clip(log_rho_t: torch.Tensor, mask_t: torch.Tensor, epsilon: float) -> float:
+    """Fraction of real steps whose ``pi/mu`` lies outside ``[1 - epsilon, 1 + epsilon]``."""
+    _check_time_major("log_rho_t", log_rho_t, mask_t.shape)
+    with torch.no_grad():
+        rho = torch.exp(log_rho_t.detach())
+        outside = ((rho < 1.0 - epsilon) | (rho > 1.0 + epsilon)).float()
+        return float((outside * mask_t).sum() / torch.clamp(mask_t.sum(), min=1.0))
+
+
+def approx_kl(log_rho_t: torch.Tensor, mask_t: torch.Tensor) -> float:
+    """Estimate of KL(mu || pi) from the sampled actions: ``mean((rho - 1) - log rho)`` over real steps
+    (the non-negative, low-variance estimator; every term is >= 0)."""
+    _check_time_major("log_rho_t", log_rho_t, mask_t.shape)
+    with torch.no_grad():
+        log_rho = log_rho_t.detach()
+        return float(_masked_mean(torch.expm1(log_rho) - log_rho, mask_t))
 
 
 def baseline_loss(v_tm1: torch.Tensor, vs: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:

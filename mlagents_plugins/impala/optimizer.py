@@ -30,6 +30,8 @@ STAT_ENTROPY_WEIGHT = "Policy/Entropy Weight"
 STAT_GRAD_NORM = "Losses/Gradient Norm"
 STAT_MEAN_RHO = "IMPALA/Mean Clipped Rho"
 STAT_FRACTION_CLIPPED = "IMPALA/Fraction Rho Clipped"
+STAT_APPROX_KL = "IMPALA/Approx KL"  # estimate of KL(behaviour || learner) on the batch's actions
+STAT_FRACTION_SURROGATE_CLIPPED = "IMPALA/Fraction Outside Surrogate Clip"  # only with surrogate_clip
 
 
 class LossTerms(NamedTuple):
@@ -39,6 +41,8 @@ class LossTerms(NamedTuple):
     value_loss: torch.Tensor  # summed over reward streams
     entropy_loss: torch.Tensor  # -mean entropy
     importance: losses.ImportanceStats
+    approx_kl: float  # KL(mu || pi) estimate on the batch
+    fraction_outside_clip: float  # steps with pi/mu outside 1 +- surrogate_clip (0 when it is off)
 
 
 class TorchImpalaOptimizer(TorchOptimizer):
@@ -105,6 +109,8 @@ class TorchImpalaOptimizer(TorchOptimizer):
         with torch.no_grad():
             bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
 
+        # Surrogate: the ratio pi/mu weights each sample itself, so its advantage is q_t - V(x_t) (no pg_rho).
+        use_surrogate = hp.surrogate_clip is not None
         pg_advantage_t = torch.zeros_like(mask_t)
         value_loss = torch.zeros((), device=mask_t.device)
         for name in self.stream_names:
@@ -121,15 +127,27 @@ class TorchImpalaOptimizer(TorchOptimizer):
                 pg_rho_clip=hp.pg_rho_clip,
                 lambda_=hp.trace_lambda,
             )
-            pg_advantage_t = pg_advantage_t + returns.pg_advantage
+            if use_surrogate:
+                pg_advantage_t = pg_advantage_t + (returns.q_t - v_tm1.detach()) * mask_t
+            else:
+                pg_advantage_t = pg_advantage_t + returns.pg_advantage
             value_loss = value_loss + losses.baseline_loss(v_tm1, returns.vs, mask_t)
         if hp.normalize_advantage:
             pg_advantage_t = losses.standardize(pg_advantage_t, mask_t)
+        if use_surrogate:
+            log_mu_t = batch.behaviour_log_probs.sum(dim=1).reshape(T, B)
+            policy_loss = losses.clipped_surrogate_loss(log_pi_t, log_mu_t, pg_advantage_t, mask_t, hp.surrogate_clip)
+            outside = losses.fraction_outside_clip(log_rho_t, mask_t, hp.surrogate_clip)
+        else:
+            policy_loss = losses.policy_gradient_loss(log_pi_t, pg_advantage_t, mask_t)
+            outside = 0.0
         return LossTerms(
-            policy_loss=losses.policy_gradient_loss(log_pi_t, pg_advantage_t, mask_t),
+            policy_loss=policy_loss,
             value_loss=value_loss,
             entropy_loss=losses.entropy_loss(entropy_t, mask_t),
             importance=losses.importance_stats(log_rho_t, mask_t, hp.rho_clip),
+            approx_kl=losses.approx_kl(log_rho_t, mask_t),
+            fraction_outside_clip=outside,
         )
 
     @timed
@@ -157,6 +175,8 @@ class TorchImpalaOptimizer(TorchOptimizer):
             STAT_GRAD_NORM: float(grad_norm),
             STAT_MEAN_RHO: terms.importance.mean_clipped_rho,
             STAT_FRACTION_CLIPPED: terms.importance.fraction_clipped,
+            STAT_APPROX_KL: terms.approx_kl,
+            **({STAT_FRACTION_SURROGATE_CLIPPED: terms.fraction_outside_clip} if hp.surrogate_clip is not None else {}),
         }
 
     def get_modules(self):

@@ -38,6 +38,13 @@ def _non_negative(instance, attribute, value) -> None:
         raise _error(attribute.name, value, "a number >= 0")
 
 
+def _optional_open_unit_interval(instance, attribute, value) -> None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0
+    ):
+        raise _error(attribute.name, value, "null (off) or a number in (0, 1), e.g. 0.2")
+
+
 def _unit_interval(instance, attribute, value) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise _error(attribute.name, value, "a number in [0, 1]")
@@ -59,7 +66,11 @@ class ImpalaSettings(HyperparamSettings):
     # c-bar: clip of the trace-cutting coefficients c_i (paper eq. 1).  null = no clip.
     c_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
     # Clip of the importance weight in the policy-gradient advantage (paper sec. 4.2).  null = no clip.
+    # Unused when surrogate_clip is set (the surrogate's ratio is then the importance weight).
     pg_rho_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
+    # epsilon of a PPO-style clipped surrogate on pi/mu with the V-trace advantage r + gamma v_{s+1} - V
+    # (a trust region around the acting policy, as IMPACT); null = the paper's policy gradient.
+    surrogate_clip: Optional[float] = attr.ib(default=None, validator=_optional_open_unit_interval)
     # lambda multiplying every c_i (paper sec. 4.2 / DI-engine lambda_); 1 = plain V-trace.
     trace_lambda: float = attr.ib(default=1.0, validator=_unit_interval)
     # Weight of the baseline (value) loss.
