@@ -11,7 +11,7 @@ h(o).  The latent is detached unless ``rl_gradient_to_repr`` (ALF's default: the
 representation).  Reward: the environment reward times the extrinsic signal's strength, discount its gamma.
 """
 import copy
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from mlagents_plugins.muzero.settings import MuZeroReprSettings
 from mlagents_plugins.muzero.targets import (
     ACTIONS_AFTER_END_RANDOM,
     actions_for_unroll,
+    alive_rows,
     bootstrap_rows,
     compute_unroll_targets,
 )
@@ -61,6 +62,16 @@ STAT_Q_MEAN = "Policy/Q Mean"
 EXTRINSIC = RewardSignalType.EXTRINSIC.value
 
 
+def check_reward_signals(names: List[str]) -> None:
+    """Only the extrinsic reward: the learned model predicts the environment reward and the RL head uses the
+    same reward, so an intrinsic signal (curiosity, RND, GAIL) would be trained by nothing and used by no one."""
+    if list(names) != [EXTRINSIC]:
+        raise TrainerConfigError(
+            f"reward_signals = {sorted(names)} is not supported by muzero_repr: allowed is exactly one "
+            f"'{EXTRINSIC}' signal (the learned model predicts the environment reward)."
+        )
+
+
 class ModelBatch(NamedTuple):
     """One sampled batch of unroll windows, as tensors on the training device."""
 
@@ -83,11 +94,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         super().__init__(policy, trainer_settings)
         hp: MuZeroReprSettings = trainer_settings.hyperparameters  # type: ignore
         self.hp = hp
-        if list(self.reward_signals.keys()) != [EXTRINSIC]:
-            raise TrainerConfigError(
-                f"reward_signals = {sorted(self.reward_signals.keys())} is not supported by muzero_repr: "
-                "it must be exactly one 'extrinsic' signal (the learned model predicts the environment reward)."
-            )
+        check_reward_signals(list(self.reward_signals.keys()))
         self.device = default_device()
         self.actor: MuZeroActor = policy.actor  # type: ignore
         self.spec = policy.behavior_spec
@@ -178,6 +185,23 @@ class MuZeroReprOptimizer(TorchOptimizer):
             for b_target, b in zip(self.target_model.buffers(), self.model.buffers()):
                 b_target.copy_(b)
 
+    def sample_starts(
+        self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
+    ) -> Tuple[np.ndarray, torch.Tensor]:
+        """``batch_size`` start rows and their importance weights ``[B]`` (ones without PER).
+
+        With ``prioritized_replay`` both updates draw from the same priorities (the model's value error) with
+        importance weights ``(N P)^-beta / max`` (Schaul et al. 2016, Sec. 3.4), so the RL head and the model
+        see the same sampling distribution, each corrected back to uniform.
+        """
+        B = self.hp.batch_size
+        if not self.hp.prioritized_replay:
+            return replay.sample_indices(B, rng), torch.ones(B, device=self.device)
+        starts, probs = replay.sample_prioritized(B, rng)
+        beta = self.hp.per_beta if per_beta is None else per_beta
+        w = importance_weights(probs, replay.size, beta)
+        return starts, torch.as_tensor(np.asarray(w), dtype=torch.float32, device=self.device)
+
     def sample_model_batch(
         self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
     ) -> ModelBatch:
@@ -185,14 +209,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         hp = self.hp
         K, n, B = hp.num_unroll_steps, hp.td_steps, hp.batch_size
         W = K + n
-        if hp.prioritized_replay:
-            starts, probs = replay.sample_prioritized(B, rng)
-            beta = hp.per_beta if per_beta is None else per_beta
-            w = importance_weights(probs, replay.size, beta)
-            weights = torch.as_tensor(np.asarray(w), dtype=torch.float32, device=self.device)
-        else:
-            starts = replay.sample_indices(B, rng)
-            weights = torch.ones(B, device=self.device)
+        starts, weights = self.sample_starts(replay, rng, per_beta)
         idx, valid = replay.sequence_indices(starts, W)
         small_fields = [R.REWARD, R.TERMINAL]
         if self.action_spec.continuous_size > 0:
@@ -220,8 +237,6 @@ class MuZeroReprOptimizer(TorchOptimizer):
         if self.action_spec.discrete_size > 0:
             disc = torch.as_tensor(small[R.DISC_ACTION][:, :K].astype(np.int64), device=self.device)
         enc = encode_actions(self.action_spec, cont, disc)
-        from mlagents_plugins.muzero.targets import alive_rows
-
         alive_bk = alive_rows(valid_bw, terminal_bw)[:, :K]
         rand = self._random_actions((B, K)) if hp.actions_after_end == ACTIONS_AFTER_END_RANDOM else None
         enc = actions_for_unroll(enc, alive_bk, hp.actions_after_end, rand)
@@ -332,10 +347,14 @@ class MuZeroReprOptimizer(TorchOptimizer):
         cont = action.continuous_tensor if self.action_spec.continuous_size > 0 else None
         return cont, lp_cont, lp_disc
 
-    def update_rl(self, replay: ReplayBuffer, rng: np.random.Generator) -> Dict[str, float]:
+    def update_rl(
+        self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
+    ) -> Dict[str, float]:
+        """One SAC update of the RL head. With PER its critic loss is importance-weighted; the priorities stay
+        the model's value errors (the RL head does not write them)."""
         hp = self.hp
         B, N = hp.batch_size, hp.n_step
-        starts = replay.sample_indices(B, rng)
+        starts, weights_b = self.sample_starts(replay, rng, per_beta)
         idx, valid = replay.sequence_indices(starts, N)
         small = replay.gather(idx, [R.REWARD, R.TERMINAL])
         first_fields = [R.obs_field(i) for i in range(self.n_obs)]
@@ -377,18 +396,25 @@ class MuZeroReprOptimizer(TorchOptimizer):
             q2 = S.condense_q(q2, disc_taken, self.branches)
         else:
             q1, q2 = q1[:, :, 0], q2[:, :, 0]
-        q1_loss, q2_loss, _ = S.twin_q_loss(q1, q2, y)
+        q1_loss, q2_loss, _ = S.twin_q_loss(q1, q2, y, weights_b if hp.prioritized_replay else None)
 
-        a_pi, lp_c, lp_d = self._policy_on_latent(z0, mask0)
+        # The actor sees the latent detached even with rl_gradient_to_repr: only the critic's TD loss shapes h
+        # (SAC-AE, Yarats et al. 2019 Sec. 6, and DrQ: actor gradients into a shared encoder hurt).
+        z0_actor = z0.detach()
+        a_pi, lp_c, lp_d = self._policy_on_latent(z0_actor, mask0)
         for p in self.q_net.parameters():
             p.requires_grad_(False)
-        q1_pi, q2_pi = self.q_net([z0], a_pi)
+        q1_pi, q2_pi = self.q_net([z0_actor], a_pi)
         for p in self.q_net.parameters():
             p.requires_grad_(True)
         pol_loss = S.policy_loss(torch.min(q1_pi, q2_pi), lp_c, lp_d, alpha_c.detach(), alpha_d.detach(), self.branches)
+        # fast_sac's mask-aware target (scale * log #allowed actions per branch and sample): a branch masked
+        # down to one action cannot reach scale * log(n), and its temperature would grow without bound.
+        target_disc = (S.masked_target_entropy(mask0, self.branches, self.hp.discrete_target_entropy_scale)
+                       if self.branches else self.target_entropy_disc)
         temp_loss = S.temperature_loss(
             self.temperatures.log_alpha_cont, self.temperatures.log_alpha_disc, lp_c, lp_d,
-            self.target_entropy_cont, self.target_entropy_disc, self.branches,
+            self.target_entropy_cont, target_disc, self.branches,
         )
         self.rl_opt.zero_grad()
         (q1_loss + q2_loss + pol_loss).backward()

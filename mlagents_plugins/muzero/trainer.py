@@ -11,7 +11,7 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
 from mlagents_plugins.muzero.actor import MuZeroActor
-from mlagents_plugins.muzero.optimizer import MuZeroReprOptimizer
+from mlagents_plugins.muzero.optimizer import MuZeroReprOptimizer, check_reward_signals
 from mlagents_plugins.muzero.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 
@@ -19,6 +19,11 @@ TRAINER_NAME = "muzero_repr"
 
 
 class MuZeroReprTrainer(OffPolicyTrainerBase):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # At start-up (trainer creation), not later when the first agent connects and the optimizer is built.
+        check_reward_signals([t.value for t in self.trainer_settings.reward_signals])
+
     @staticmethod
     def get_trainer_name() -> str:
         return TRAINER_NAME
@@ -64,5 +69,5 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         if self.num_updates % hp.model_update_interval == 0:
             for _ in range(hp.model_updates_per_interval):
                 stats.update(opt.update_model(self.replay, self.rng, self.per_beta()))
-        stats.update(opt.update_rl(self.replay, self.rng))
+        stats.update(opt.update_rl(self.replay, self.rng, self.per_beta()))
         return stats

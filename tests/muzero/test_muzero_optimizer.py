@@ -5,7 +5,7 @@ import torch
 
 from mlagents_plugins.muzero import optimizer as O
 
-from .muzero_helpers import fill, make_trainer, spec_with
+from .muzero_helpers import fill, make_trainer, spec_with, trajectory
 
 
 def _params(module):
@@ -120,3 +120,101 @@ def test_importance_weights_use_annealed_beta(tmp_path):
     assert np.allclose(batch.weights_b.numpy(), np.array(w) / max(w), rtol=1e-5)
     stats = trainer.update_once()
     assert stats[O.STAT_PER_BETA] == pytest.approx(0.7)
+
+
+def test_rl_temperature_target_is_mask_aware(tmp_path, monkeypatch):
+    """The RL head's discrete target entropy is scale * log(#allowed actions) per sample and branch (fast_sac's
+    ``masked_target_entropy``), not scale * log(branch size)."""
+    spec = spec_with(((4,),), 0, (4, 3))
+    trainer = make_trainer(spec, tmp_path, discrete_target_entropy_scale=0.7, batch_size=16)
+    rng = np.random.default_rng(3)
+    # Per step a different mask (True = masked, as ML-Agents' AgentExperience): branch 0 keeps 1..4 actions.
+    for i in range(4):
+        traj = trajectory(spec, 6 + i, rng, done=True, agent_id=f"a{i}")
+        steps = []
+        for t, exp in enumerate(traj.steps):
+            keep0 = 1 + (t + i) % 4
+            keep1 = 1 + (t * 2 + i) % 3
+            mask = [np.arange(4) >= keep0, np.arange(3) >= keep1]
+            steps.append(exp._replace(action_mask=mask))
+        trainer._process_trajectory(traj._replace(steps=steps))
+    seen = {}
+    real = O.S.temperature_loss
+
+    def spy(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches):
+        seen["target"] = torch.as_tensor(target_disc).clone()
+        seen["lp_d"] = lp_d.detach().clone()
+        return real(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches)
+
+    monkeypatch.setattr(O.S, "temperature_loss", spy)
+    trainer.optimizer.update_rl(trainer.replay, trainer.rng)
+    target = seen["target"]
+    assert target.shape == (16, 2)
+    # Naive reference: count the actions the policy could take (finite, non-negligible log-prob) per branch.
+    probs = seen["lp_d"].exp()
+    for b in range(16):
+        allowed0 = sum(1 for a in range(4) if probs[b, a] > 1e-6)
+        allowed1 = sum(1 for a in range(3) if probs[b, 4 + a] > 1e-6)
+        assert abs(target[b, 0].item() - 0.7 * np.log(allowed0)) < 1e-5
+        assert abs(target[b, 1].item() - 0.7 * np.log(allowed1)) < 1e-5
+    assert len(set(target[:, 0].tolist())) > 1  # the batch really mixed masks
+
+
+def test_actor_loss_never_reaches_representation(tmp_path, monkeypatch):
+    """With rl_gradient_to_repr only the critic's TD loss trains h; the actor sees a detached latent (SAC-AE/DrQ)."""
+    spec = spec_with(((4,),), 1, (3,))
+    trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=True)
+    fill(trainer, spec, np.random.default_rng(4))
+    opt = trainer.optimizer
+    real = O.S.twin_q_loss
+
+    def critic_off(q1, q2, y, *args, **kwargs):
+        l1, l2, td = real(q1, q2, y, *args, **kwargs)
+        return l1 * 0.0, l2 * 0.0, td
+
+    monkeypatch.setattr(O.S, "twin_q_loss", critic_off)
+    repr_before = _params(opt.actor.representation)
+    head_before = _params(opt.actor.network_body.head)
+    opt.update_rl(trainer.replay, trainer.rng)
+    assert any(_changed(head_before, opt.actor.network_body.head))  # the actor loss did train the actor
+    assert not any(_changed(repr_before, opt.actor.representation))
+
+
+def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, monkeypatch):
+    """With prioritized_replay the RL head draws from the same priorities as the model, and its critic loss
+    carries the importance weights (N P)^-beta / max; without PER it samples uniformly, unweighted."""
+    spec = spec_with(((4,),), 0, (3,))
+    trainer = make_trainer(spec, tmp_path, prioritized_replay=True, per_beta=0.5, batch_size=32)
+    fill(trainer, spec, np.random.default_rng(11))
+    rows = trainer.replay.size
+    favoured = np.array([2, 7])
+    pri = np.full(rows, 1e-4)
+    pri[favoured] = [1.0, 3.0]
+    trainer.replay.update_priorities(np.arange(rows), pri)
+    seen = {}
+    real_seq, real_loss = trainer.replay.sequence_indices, O.S.twin_q_loss
+
+    def spy_seq(starts, length):
+        seen["starts"] = np.array(starts)
+        return real_seq(starts, length)
+
+    def spy_loss(q1, q2, y, weights=None):
+        seen["weights"] = None if weights is None else weights.clone()
+        return real_loss(q1, q2, y, weights)
+
+    monkeypatch.setattr(trainer.replay, "sequence_indices", spy_seq)
+    monkeypatch.setattr(O.S, "twin_q_loss", spy_loss)
+    trainer.optimizer.update_rl(trainer.replay, np.random.default_rng(0), per_beta=0.8)
+    starts = seen["starts"]
+    assert set(starts.tolist()) <= set(favoured.tolist()) and len(set(starts.tolist())) == 2
+    total = pri.sum()
+    expected = [(rows * pri[i] / total) ** -0.8 for i in starts]
+    m = max((rows * pri[i] / total) ** -0.8 for i in favoured)  # both favoured rows appear in the batch
+    assert np.allclose(seen["weights"].numpy(), np.array(expected) / m, rtol=1e-5)
+    assert seen["weights"].min() < 1.0  # row 7 (more likely) is down-weighted
+
+    uniform = make_trainer(spec, tmp_path / "u", batch_size=32)
+    fill(uniform, spec, np.random.default_rng(11))
+    monkeypatch.setattr(uniform.replay, "sequence_indices", spy_seq)
+    uniform.optimizer.update_rl(uniform.replay, np.random.default_rng(0))
+    assert seen["weights"] is None and len(set(seen["starts"].tolist())) > 2

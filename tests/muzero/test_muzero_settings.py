@@ -28,3 +28,28 @@ def test_defaults_and_structure_from_yaml_dict():
 def test_bad_values_raise_trainer_config_error(field, value, allowed):
     with pytest.raises(TrainerConfigError, match=f"hyperparameters.{field} = .*{allowed}"):
         MuZeroReprSettings(**{field: value})
+
+
+@pytest.mark.parametrize("signals", [["extrinsic", "curiosity"], ["rnd"], ["extrinsic", "gail"]])
+def test_other_reward_signals_are_rejected_at_startup(tmp_path, signals):
+    from mlagents.trainers.settings import TrainerSettings
+
+    from mlagents_plugins.muzero.trainer import MuZeroReprTrainer
+
+    raw = {"extrinsic": {}, "curiosity": {}, "rnd": {}, "gail": {"demo_path": "x.demo"}}
+    settings = TrainerSettings.structure(
+        {"trainer_type": "muzero_repr", "reward_signals": {name: raw[name] for name in signals}}, TrainerSettings
+    )
+    with pytest.raises(TrainerConfigError, match=r"reward_signals = \[.*'%s'.*allowed is exactly one 'extrinsic'"
+                       % sorted(signals)[0]):
+        MuZeroReprTrainer("B", 10, settings, True, False, 0, str(tmp_path / "B"))
+
+
+def test_extrinsic_only_is_accepted(tmp_path):
+    from mlagents.trainers.settings import TrainerSettings
+
+    from mlagents_plugins.muzero.trainer import MuZeroReprTrainer
+
+    settings = TrainerSettings.structure({"trainer_type": "muzero_repr"}, TrainerSettings)
+    trainer = MuZeroReprTrainer("B", 10, settings, True, False, 0, str(tmp_path / "B"))
+    assert trainer.get_trainer_name() == "muzero_repr"
