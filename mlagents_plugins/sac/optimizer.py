@@ -3,7 +3,9 @@
 Per update: one actor pass at ``s`` (with gradient) and one at ``s'`` (no gradient), one target-critic pass,
 one online twin-Q pass at the taken actions and one at the actor's actions (critic weights frozen there, so
 the actor loss moves only the actor), then a *single* backward of ``critic + actor + temperature`` losses and
-a single Adam step over three parameter groups, and one fused Polyak update.  Built-in SAC runs three
+a single (fused) Adam step over three parameter groups, and one fused Polyak update.  On CPU the update's
+matmuls use oneDNN's fp32 kernel where a probe shows it exact and faster (``fast_cpu_matmul``), and the
+networks use a fused Swish (``mlagents_plugins/fast_kernels.py``).  Built-in SAC runs three
 backward passes and three optimizers and also trains a V network; that and its per-update AgentBuffer
 conversions are most of the speed difference.
 """
@@ -17,6 +19,7 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
+from mlagents_plugins.fast_kernels import fast_fp32_matmul, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.sac import losses as L
 from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
 from mlagents_plugins.sac.settings import FastSACSettings
@@ -73,6 +76,7 @@ class FastSACOptimizer(TorchOptimizer):
         self.q = TwinQ(
             self.stream_names, policy.behavior_spec.observation_specs, policy.network_settings, self.action_spec
         ).to(self.device)
+        fuse_swish_(self.q)
         self.q_target = self.q.make_target().to(self.device)
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
@@ -88,7 +92,7 @@ class FastSACOptimizer(TorchOptimizer):
                 {"params": list(self.temperatures.parameters())},
             ],
             lr=hp.learning_rate,
-            foreach=True,
+            **fused_adam_kwargs(self.device),
         )
         self.decay_learning_rate = ModelUtils.DecayedValue(
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
@@ -159,14 +163,15 @@ class FastSACOptimizer(TorchOptimizer):
 
     def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One fused SAC step. Returns (stats, |TD error| [B] for replay priorities)."""
-        out = self.compute_losses(batch)
-        lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
-        for g in self.adam.param_groups:
-            g["lr"] = lr
-        self.adam.zero_grad(set_to_none=True)
-        (out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss).backward()
-        self.adam.step()
-        polyak_update_(self._q_params, self._q_target_params, self.tau)
+        with fast_fp32_matmul(self.device, self.hyperparameters.fast_cpu_matmul):
+            out = self.compute_losses(batch)
+            lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
+            for g in self.adam.param_groups:
+                g["lr"] = lr
+            self.adam.zero_grad(set_to_none=True)
+            (out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss).backward()
+            self.adam.step()
+            polyak_update_(self._q_params, self._q_target_params, self.tau)
 
         with torch.no_grad():
             alpha_c = self.temperatures.log_alpha_cont.exp()

@@ -20,6 +20,7 @@ from mlagents.trainers.torch_entities.networks import SimpleActor
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents_envs.base_env import BehaviorSpec
 
+from mlagents_plugins.fast_kernels import fuse_swish_
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 from mlagents_plugins.replay.prioritized import importance_weights
@@ -54,13 +55,15 @@ class FastSACTrainer(OffPolicyTrainerBase):
         return self.hyperparameters.prioritized_replay
 
     def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TorchPolicy:
-        return TorchPolicy(
+        policy = TorchPolicy(
             self.seed,
             behavior_spec,
             self.trainer_settings.network_settings,
             SimpleActor,
             {"conditional_sigma": True, "tanh_squash": True},
         )
+        fuse_swish_(policy.actor)
+        return policy
 
     def create_optimizer(self) -> TorchOptimizer:
         return FastSACOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)

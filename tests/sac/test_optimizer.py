@@ -82,3 +82,26 @@ def test_stats_keys_are_reported(tmp_path):
                 O.STAT_CONT_ENTCOEF, O.STAT_DISC_ENTCOEF):
         assert np.isfinite(stats[key]), key
     assert td.shape == (16,)
+
+
+def test_fast_cpu_matmul_gives_the_same_losses_and_gradients(tmp_path):
+    """``fast_cpu_matmul`` only picks a kernel: losses and gradients match the default kernel to fp32."""
+    from mlagents_plugins.fast_kernels import fast_fp32_matmul
+
+    trainer = _filled_trainer(tmp_path, cont=2, branches=(3, 2))
+    opt = trainer.optimizer
+    batch = trainer.sample_batch()
+    results = []
+    for enabled in (False, True):
+        torch.manual_seed(11)
+        with fast_fp32_matmul(opt.device, enabled):
+            out = opt.compute_losses(batch)
+            params = [p for p in opt.q.parameters()] + [p for p in opt.policy.actor.parameters() if p.requires_grad]
+            grads = torch.autograd.grad(out.q1_loss + out.policy_loss, params, allow_unused=True)
+        results.append((out, grads))
+    (a, ga), (b, gb) = results
+    for name in ("q1_loss", "q2_loss", "policy_loss", "temperature_loss"):
+        torch.testing.assert_close(getattr(a, name), getattr(b, name), rtol=1e-4, atol=1e-5, msg=name)
+    for x, y in zip(ga, gb):
+        if x is not None:
+            torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-5)

@@ -1,0 +1,140 @@
+"""Faster kernels for the same math: fused Swish, fused Adam, and oneDNN's fp32 matmul on CPU.
+
+Every choice here changes which kernel runs, never the function computed; each is guarded so a platform
+where the faster kernel is missing or inexact keeps the default.
+
+Swish: ML-Agents' ``Swish`` activation is replaced by PyTorch's fused ``SiLU`` (the same function).
+
+ML-Agents' ``Swish.forward`` is ``torch.mul(x, torch.sigmoid(x))``: two kernels and an extra [B, H] tensor
+forward, and three kernels backward (sigmoid backward, two muls, an add).  ``torch.nn.functional.silu``
+computes exactly ``x * sigmoid(x)`` in one kernel each way.  On the 2x256 networks of a SAC update this is
+about a quarter of the non-matmul time (measured in ``bench/sac_speed.py``).
+
+The swap changes no parameters (neither module has any), so checkpoints, ``state_dict`` keys and the
+ONNX contract are unchanged: the TorchScript exporter writes ``SiLU`` as ``Mul(x, Sigmoid(x))`` at
+ML-Agents' opset 9, the very nodes ``Swish`` produced.
+"""
+import contextlib
+import time
+from typing import Dict, Iterator, Optional
+
+from mlagents.torch_utils import nn, torch
+from mlagents.trainers.torch_entities.layers import Swish
+
+
+class FusedSwish(nn.Module):
+    """``x * sigmoid(x)`` as one fused kernel (``F.silu``); a drop-in for ML-Agents' ``Swish``."""
+
+    def forward(self, data: torch.Tensor) -> torch.Tensor:
+        return nn.functional.silu(data)
+
+
+def fuse_swish_(module: nn.Module) -> int:
+    """Replace every ML-Agents ``Swish`` inside ``module`` (in place) by ``FusedSwish``; returns how many."""
+    swapped = 0
+    for name, child in list(module.named_children()):
+        if isinstance(child, Swish):
+            setattr(module, name, FusedSwish())
+            swapped += 1
+        else:
+            swapped += fuse_swish_(child)
+    return swapped
+
+
+_FUSED_ADAM_OK = {}
+
+
+def fused_adam_kwargs(device: torch.device) -> dict:
+    """``{"fused": True}`` where this torch has a fused Adam kernel for ``device``, else ``{"foreach": True}``.
+
+    The fused kernel does the whole Adam update of all parameters in one pass instead of a dozen multi-tensor
+    ops (about a tenth of the non-matmul time of a SAC update on CPU).  CPU support arrived in torch 2.4, so
+    older torch (allowed on Python 3.10) and devices without a kernel fall back to the multi-tensor path;
+    both implement the same Adam, and their ``state_dict`` formats are the same, so checkpoints move freely.
+    """
+    key = torch.device(device).type
+    if key not in _FUSED_ADAM_OK:
+        try:
+            probe = torch.zeros(1, device=device, requires_grad=True)
+            opt = torch.optim.Adam([probe], fused=True)
+            probe.grad = torch.zeros_like(probe)
+            opt.step()
+            _FUSED_ADAM_OK[key] = True
+        except (RuntimeError, TypeError, ValueError, NotImplementedError):
+            _FUSED_ADAM_OK[key] = False
+    return {"fused": True} if _FUSED_ADAM_OK[key] else {"foreach": True}
+
+
+# ---------------------------------------------------------------------------------------- fp32 matmul kernels
+_ONEDNN_MATMUL_OK: Optional[bool] = None
+_PROBE_RESULT: Dict[str, float] = {}
+
+
+def _time_matmul(a: torch.Tensor, b: torch.Tensor, reps: int = 5, inner: int = 10) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def accept_matmul_kernel(rel_err: float, default_seconds: float, candidate_seconds: float) -> bool:
+    """Use the candidate kernel only if it is exact to fp32 (relative error < 1e-5; bf16 inputs give ~2e-3,
+    TF32 ~5e-4) and at least 10% faster than the default one."""
+    return rel_err < 1e-5 and candidate_seconds < 0.9 * default_seconds
+
+
+def onednn_fp32_matmul_available() -> bool:
+    """Whether routing fp32 CPU matmuls to oneDNN is both exact to fp32 and faster here (probed once).
+
+    PyTorch sends fp32 CPU matmuls to MKL's sgemm, which on AMD processors runs a non-AVX-512 code path;
+    ``torch.set_float32_matmul_precision("medium")`` routes them to oneDNN instead.  Where oneDNN has no
+    reduced-precision kernel (no AMX) its fp32 kernel computes the same fp32 products and is about twice as
+    fast on AVX-512 AMD processors.  Where it *does* have one (AMX, or any GPU), "medium" would round the
+    inputs to bf16/TF32 - not the same math - so the probe requires fp32 accuracy (relative error below
+    1e-5 against a float64 reference; bf16 inputs give ~2e-3) and a real speed-up before saying yes.
+    """
+    global _ONEDNN_MATMUL_OK
+    if _ONEDNN_MATMUL_OK is not None:
+        return _ONEDNN_MATMUL_OK
+    ok = False
+    previous = torch.get_float32_matmul_precision()
+    try:
+        gen = torch.Generator().manual_seed(1234)
+        a = torch.randn(256, 256, generator=gen, device="cpu")
+        b = torch.randn(256, 256, generator=gen, device="cpu")
+        ref = a.double() @ b.double()
+        torch.set_float32_matmul_precision("highest")
+        t_default = _time_matmul(a, b)
+        torch.set_float32_matmul_precision("medium")
+        rel_err = float(((a @ b).double() - ref).abs().max() / ref.abs().max())
+        t_onednn = _time_matmul(a, b)
+        _PROBE_RESULT.update(rel_err=rel_err, default_s=t_default, onednn_s=t_onednn)
+        ok = accept_matmul_kernel(rel_err, t_default, t_onednn)
+    except (RuntimeError, AttributeError):
+        ok = False
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    _ONEDNN_MATMUL_OK = ok
+    return ok
+
+
+@contextlib.contextmanager
+def fast_fp32_matmul(device: torch.device, enabled: bool = True) -> Iterator[None]:
+    """Within the block, fp32 CPU matmuls use oneDNN when ``onednn_fp32_matmul_available()``; else no-op.
+
+    Scoped (not process-wide) so built-in trainers sharing the process keep their own kernels; the setting
+    is global in PyTorch, so a concurrent thread may see it too - harmless, since the probe guarantees the
+    same fp32 results.  Never applied for CUDA, where "medium" means TF32.
+    """
+    if not enabled or torch.device(device).type != "cpu" or not onednn_fp32_matmul_available():
+        yield
+        return
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("medium")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
