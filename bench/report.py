@@ -124,14 +124,16 @@ def json_lines(value: Any) -> List[str]:
 
 SPEED_HEADER = ("| trainer | torch threads | ours ms / update | minimal ms / update | ratio ours / minimal "
                 "| built-in | built-in ms / update | ratio ours / built-in | work per update "
-                "| backward passes ours / minimal | trained parameters ours / minimal |")
-SPEED_RULE = "|" + "---|" * 11
+                "| backward passes ours / minimal | trained parameters ours / minimal | updates timed |")
+SPEED_RULE = "|" + "---|" * 12
 SPEED_LEGEND = (
     "One process (`bench/update_speed.py`), torch threads 1 then 2.  *ours*: the trainer's real full update "
     "(sample from its buffer + its optimizer's step(s)), built from `configs/<trainer>_balance.yaml`; *minimal*: "
     "a hand-written PyTorch loop of the same algorithm, layers, batch and number of backward passes "
     "(`bench/minimal_*.py`); *built-in*: ML-Agents' counterpart's update (sac for fast_sac, ppo minibatch "
-    "for impala) measured in the same run.  ms = median of 5 interleaved blocks; ratio > 1: ours is slower.")
+    "for impala) measured in the same run.  ms = median of 5 interleaved blocks (fewer updates when a thread count "
+    "is slow, see `--budget-s`); ratio > 1: ours is slower.  On a loaded machine the 2-thread rows mostly measure "
+    "contention for the cores.")
 
 
 def speed_rows_table(rows: Sequence[Dict[str, Any]]) -> List[str]:
@@ -139,15 +141,18 @@ def speed_rows_table(rows: Sequence[Dict[str, Any]]) -> List[str]:
     def cell(value: Any, digits: int = 2) -> str:
         if value is None:
             return DASH
-        return fmt(value, digits) if isinstance(value, (int, float)) else str(value)
+        return fmt(value, digits) if isinstance(value, float) else str(value)
 
     lines = [SPEED_HEADER, SPEED_RULE]
     for r in rows:
+        if r.get("error"):
+            lines.append(f"| **{r['trainer']}** | {DASH} | FAILED: {r['error']} |" + f" {DASH} |" * 9)
+            continue
         lines.append("| " + " | ".join([
             f"**{r['trainer']}**", str(r["threads"]), cell(r.get("ours_ms")), cell(r.get("minimal_ms")),
             cell(r.get("ratio_ours_over_minimal")), cell(r.get("builtin")), cell(r.get("builtin_ms")),
             cell(r.get("ratio_ours_over_builtin")), cell(r.get("work")), cell(r.get("backward_passes")),
-            cell(r.get("trained_parameters")),
+            cell(r.get("trained_parameters")), cell(r.get("updates")),
         ]) + " |")
     return lines
 

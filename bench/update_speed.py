@@ -194,7 +194,22 @@ BUILDERS = {"fast_sac": build_fast_sac, "taac": build_taac, "impala": build_impa
             "muzero_repr": build_muzero_repr}
 
 
-def measure(bench: Bench, threads_list: List[int], updates: int, warmup: int) -> List[Dict[str, Any]]:
+def updates_within(steps: Dict[str, Callable[[], None]], updates: int, warmup: int, budget_s: float,
+                   blocks: int = 5) -> int:
+    """Run ``warmup`` calls of every step (untimed for the result) and return how many timed calls per variant
+    fit in ``budget_s`` at the warm-up pace: ``updates`` or fewer, never fewer than ``blocks``."""
+    t0 = speed.time.perf_counter()
+    for step in steps.values():
+        for _ in range(max(1, warmup)):
+            step()
+    per_round = (speed.time.perf_counter() - t0) / max(1, warmup)
+    return int(min(updates, max(blocks, budget_s // max(per_round, 1e-9))))
+
+
+def measure(bench: Bench, threads_list: List[int], updates: int, warmup: int,
+            budget_s: float = float("inf")) -> List[Dict[str, Any]]:
+    """Rows of one trainer, one per thread count.  ``budget_s`` bounds the timed seconds per thread count (a
+    loaded machine can make 2-thread updates many times slower); each row records the updates it timed."""
     import torch
 
     ours_bw, minimal_bw = backward_passes(bench.ours), backward_passes(bench.minimal.step)
@@ -203,10 +218,12 @@ def measure(bench: Bench, threads_list: List[int], updates: int, warmup: int) ->
     rows = []
     for threads in threads_list:
         torch.set_num_threads(threads)
-        ms = speed.time_interleaved(bench.steps(), updates, warmup=warmup)
+        n = updates_within(bench.steps(), updates, warmup, budget_s)
+        ms = speed.time_interleaved(bench.steps(), n, warmup=0)
         rows.append({
             "trainer": bench.trainer,
             "threads": threads,
+            "updates": 5 * max(1, n // 5),  # what time_interleaved times: 5 blocks
             "ours_ms": round(ms["ours"], 3),
             "minimal_ms": round(ms["minimal"], 3),
             "ratio_ours_over_minimal": round(ms["ours"] / ms["minimal"], 2),
@@ -224,6 +241,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--updates", type=int, default=200, help="timed updates per variant and thread count (200)")
     p.add_argument("--warmup", type=int, default=10, help="untimed updates per variant first (10)")
+    p.add_argument("--budget-s", type=float, default=45.0,
+                   help="most timed seconds per trainer and thread count; fewer updates when slower (45)")
     p.add_argument("--rows", type=int, default=20000, help="steps put in each trainer's buffer (20000)")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts (1 2)")
     p.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
@@ -233,6 +252,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     for name in ("updates", "rows"):
         if getattr(args, name) < 1:
             p.error(f"--{name}={getattr(args, name)} is invalid; must be an integer >= 1")
+    if not args.budget_s > 0:
+        p.error(f"--budget-s={args.budget_s} is invalid; must be a number of seconds > 0")
     if any(n < 1 for n in args.threads):
         p.error(f"--threads={args.threads} is invalid; every value must be an integer >= 1")
 
@@ -248,14 +269,20 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         for name in args.trainers:
             if not args.json:
                 print(f"[update_speed] {name} ...", file=sys.stderr, flush=True)
-            bench = BUILDERS[name](tmp, args.rows, np.random.default_rng(0), with_builtin=not args.no_builtin)
-            rows += measure(bench, args.threads, args.updates, args.warmup)
+            try:
+                bench = BUILDERS[name](tmp, args.rows, np.random.default_rng(0), with_builtin=not args.no_builtin)
+                rows += measure(bench, args.threads, args.updates, args.warmup, args.budget_s)
+            except Exception as err:  # noqa: BLE001 - one broken trainer must not hide the others' rows
+                rows.append({"trainer": name, "threads": None, "error": f"{type(err).__name__}: {err}"[:300]})
     out = {"scene": speed.SCENE, "updates": args.updates, "buffer_rows": args.rows, "speed_rows": rows}
     if args.json:
         print(json.dumps(out))
     else:
         print(f"{'trainer':<12} {'thr':>3} {'ours ms':>8} {'minimal':>8} {'ratio':>6} {'builtin':>8} {'ms':>8}")
         for r in rows:
+            if r.get("error"):
+                print(f"{r['trainer']:<12} FAILED {r['error']}")
+                continue
             print(f"{r['trainer']:<12} {r['threads']:>3} {r['ours_ms']:>8} {r['minimal_ms']:>8} "
                   f"{r['ratio_ours_over_minimal']:>6} {str(r['builtin'] or '-'):>8} {str(r['builtin_ms'] or '-'):>8}")
     return out

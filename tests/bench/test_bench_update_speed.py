@@ -47,6 +47,21 @@ def test_time_interleaved_warms_up_and_rejects_bad_counts():
         speed.time_interleaved({"x": step}, updates=0)
 
 
+def test_updates_within_budget_uses_the_warmup_pace(monkeypatch):
+    clock = {"now": 0.0}
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: clock["now"])
+
+    def slow():
+        clock["now"] += 0.5  # 0.5 s per call: 2 calls fit a 1-second budget, but never fewer than 5 blocks
+
+    def fast():
+        clock["now"] += 2.0 ** -10  # about 1 ms, exact in binary
+
+    assert update_speed.updates_within({"a": fast}, 200, 4, budget_s=10.0) == 200  # 10 s / 1 ms > 200
+    assert update_speed.updates_within({"a": fast, "b": fast}, 10 ** 6, 4, budget_s=10.0) == 5120  # 10 / 2^-9
+    assert update_speed.updates_within({"a": slow}, 200, 2, budget_s=1.0) == 5
+
+
 def test_backward_counter_counts_and_restores():
     original = torch.autograd.backward
     x = torch.ones(2, requires_grad=True)
@@ -167,19 +182,22 @@ def test_minimal_muzero_value_targets_match_unroll_targets():
 def test_report_speed_table_from_update_speed_rows():
     rows = [{"trainer": "fast_sac", "threads": 1, "ours_ms": 3.776, "minimal_ms": 2.716,
              "ratio_ours_over_minimal": 1.39, "builtin": "sac", "builtin_ms": 9.143, "ratio_ours_over_builtin": 0.41,
-             "work": "batch 128", "backward_passes": "1 / 1", "trained_parameters": "14855 / 14855"},
+             "work": "batch 128", "backward_passes": "1 / 1", "trained_parameters": "14855 / 14855", "updates": 200},
             {"trainer": "taac", "threads": 2, "ours_ms": 5.3, "minimal_ms": 3.4, "ratio_ours_over_minimal": 1.56,
              "builtin": None, "builtin_ms": None, "ratio_ours_over_builtin": None, "work": "32 windows x 4",
-             "backward_passes": "1 / 1", "trained_parameters": "14984 / 14984"}]
+             "backward_passes": "1 / 1", "trained_parameters": "14984 / 14984"},
+            {"trainer": "impala", "threads": None, "error": "ValueError: broken"}]
     speed_entries = [{"name": "update_speed.py", "threads": None, "command": "python bench/update_speed.py --json",
                       "rc": 0, "seconds": 30.0, "json": {"scene": "balance", "speed_rows": rows}},
                      {"name": "replay_io.py", "threads": None, "command": "python bench/replay_io.py", "rc": 0,
                       "seconds": 1.0, "text": "file: 8.6 MB"}]
     text = render_report([rec("fast_sac", 0, [[100, 1.0, 0.5]])], ENV, {}, speed_entries)
     assert "| trainer | torch threads | ours ms / update | minimal ms / update | ratio ours / minimal |" in text
-    assert ("| **fast_sac** | 1 | 3.78 | 2.72 | 1.39 | sac | 9.14 | 0.41 | batch 128 | 1 / 1 | 14855 / 14855 |"
+    assert ("| **fast_sac** | 1 | 3.78 | 2.72 | 1.39 | sac | 9.14 | 0.41 | batch 128 | 1 / 1 | 14855 / 14855 | 200 |"
             in text)
     assert "| **taac** | 2 | 5.30 | 3.40 | 1.56 | — | — | — | 32 windows x 4 |" in text
+    failed = next(line for line in text.splitlines() if line.startswith("| **impala** |"))
+    assert "FAILED: ValueError: broken" in failed and failed.count("|") == 13  # 12 cells like every row
     assert text.index("| **taac** |") < text.index("### Other speed scripts") < text.index("file: 8.6 MB")
 
 
@@ -187,6 +205,9 @@ def test_update_speed_cli_rejects_bad_numbers(capsys):
     with pytest.raises(SystemExit):
         update_speed.main(["--updates", "0"])
     assert "--updates=0 is invalid" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        update_speed.main(["--budget-s", "0"])
+    assert "--budget-s=0.0 is invalid" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         update_speed.main(["--threads", "1", "0"])
     assert "--threads=[1, 0] is invalid" in capsys.readouterr().err
@@ -199,7 +220,7 @@ def test_speed_section_runs_update_speed_once_first(monkeypatch):
     monkeypatch.setattr(speed_scripts, "run_script",
                         lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
     speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
-    assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000"), None)
+    assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000", "--budget-s", "15"), None)
     assert [s[0] for s in seen].count("update_speed.py") == 1
     assert ("sac_speed.py", ("--updates", "50"), 2) in seen
 
@@ -235,3 +256,13 @@ def test_saved_replay_bytes_of_builtin_sac_counts_its_arrays(tmp_path):
     got = saved_replay_bytes(str(tmp_path), "Balance")
     assert got >= 50 * 4 * 3  # the float32 data of both fields, plus Python objects
     assert json.dumps(got)  # a plain int for the run record
+
+
+def test_update_speed_reports_a_broken_trainer_and_goes_on(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("taac half-finished")
+
+    monkeypatch.setitem(update_speed.BUILDERS, "taac", broken)
+    out = update_speed.main(["--trainers", "taac", "--updates", "1", "--json"])
+    assert out["speed_rows"] == [{"trainer": "taac", "threads": None, "error": "RuntimeError: taac half-finished"}]
+    assert json.loads(capsys.readouterr().out)["speed_rows"][0]["error"].startswith("RuntimeError")
