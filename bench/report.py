@@ -26,7 +26,8 @@ REPLAY_LEGEND = {
                   "at `buffer_size`; sac its `update_buffer`'s arrays + Python objects); — for on-policy trainers.",
     "mlagents-learn": "replay MB: from the replay file the run saved at its end, loaded back (ours `load_replay` "
                       "rebuilds the buffer at its saved capacity: its `nbytes`; sac `last_replay_buffer.hdf5` as an "
-                      "`AgentBuffer`: arrays + Python objects); — for on-policy trainers.  Not the process's RSS.",
+                      "`AgentBuffer`: arrays + Python objects, each step now a view of one array, so not identical to the "
+                      "in-process figure); — for on-policy trainers.  Not the process's RSS.",
 }
 MODE_TITLES = {
     "in_process": "In-process runs (`train_in_process`, one `SceneEnv`)",

@@ -147,6 +147,17 @@ def write_report(out: str) -> str:
     return path
 
 
+def print_speed_table(speed: List[Dict[str, Any]], out=None) -> None:
+    """Print the report's Speed table (``update_speed.py`` rows) to the console as well."""
+    from bench.report import speed_rows_table
+
+    for e in speed:
+        if isinstance(e.get("json"), dict) and "speed_rows" in e["json"]:
+            print("[bench] Speed (ms per update; ratio > 1: ours slower):", file=out or sys.stdout)
+            for line in speed_rows_table(e["json"]["speed_rows"]):
+                print(line, file=out or sys.stdout)
+
+
 def _write_invocation(out: str, env: Dict[str, Any], speed: List[Dict[str, Any]], skipped: List[str]) -> None:
     with open(os.path.join(out, "invocation.json"), "w") as f:
         json.dump({"environment": env, "speed": speed, "skipped": skipped}, f, indent=1)
@@ -219,6 +230,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         shutil.rmtree(builds, ignore_errors=True)
     speed = [] if args.no_speed else run_speed(budget.replay_rows, 300 if args.quick else 600, quick=args.quick,
                                                log=lambda m: print(m, flush=True))
+    print_speed_table(speed)
     env["elapsed"] = _clock(time.perf_counter() - start) + f" (load average at end {os.getloadavg()[0]:.1f})"
     _write_invocation(out, env, speed, skipped)
     print(f"[bench] report: {write_report(out)}")

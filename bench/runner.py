@@ -14,7 +14,9 @@ Measurements, taken the same way for our trainers and the built-ins:
   ``mlagents-learn`` the trainer lives in another process, so the same two measures are taken on the replay
   file the run saved at its end (``save_replay_buffer: true``), loaded back: ours ``load_replay`` rebuilds the
   ring buffer at its saved capacity (the same preallocated arrays, so the same ``nbytes``), sac's
-  ``last_replay_buffer.hdf5`` becomes an ``AgentBuffer`` again, measured as in-process.
+  ``last_replay_buffer.hdf5`` becomes an ``AgentBuffer`` again, measured as in-process (after the reload every
+  step is a view of one array per field, so its Python overhead differs: 7.1 MB from the file against 5.8 MB
+  in-process for 3000 balance steps in one quick bench).
 """
 import json
 import math

@@ -266,3 +266,14 @@ def test_update_speed_reports_a_broken_trainer_and_goes_on(monkeypatch, capsys):
     out = update_speed.main(["--trainers", "taac", "--updates", "1", "--json"])
     assert out["speed_rows"] == [{"trainer": "taac", "threads": None, "error": "RuntimeError: taac half-finished"}]
     assert json.loads(capsys.readouterr().out)["speed_rows"][0]["error"].startswith("RuntimeError")
+
+
+def test_bench_prints_the_speed_table(capsys):
+    from bench.run import print_speed_table
+
+    rows = [{"trainer": "impala", "threads": 2, "ours_ms": 4.0, "minimal_ms": 2.0, "ratio_ours_over_minimal": 2.0,
+             "builtin": "ppo", "builtin_ms": 8.0, "ratio_ours_over_builtin": 0.5, "updates": 40}]
+    print_speed_table([{"name": "sac_speed.py", "json": {"x": 1}},
+                       {"name": "update_speed.py", "json": {"speed_rows": rows}}])
+    out = capsys.readouterr().out
+    assert "| **impala** | 2 | 4.00 | 2.00 | 2.00 | ppo | 8.00 | 0.50 |" in out and out.count("| **") == 1
