@@ -10,6 +10,7 @@ References: Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications
 equations cited as [SAC-2 eq. n]; Christodoulou 2019, "Soft Actor-Critic for Discrete Action Settings"
 (arXiv:1910.07207) for the exact expectation over discrete actions.
 """
+import math
 from typing import Optional, Sequence, Tuple
 
 import torch
@@ -53,6 +54,34 @@ def n_step_targets(
     returns = (before * r_t * live).sum(dim=1)
     boot_discount = acc[:, -1]
     return returns + boot_discount * v_boot, boot_discount
+
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_2 = math.log(2.0)
+
+
+def tanh_gaussian_sample(
+    mu: torch.Tensor, log_sigma: torch.Tensor, noise: torch.Tensor
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Reparameterised tanh-squashed Gaussian sample and its log-density, summed over action dimensions.
+
+    ``u = mu + sigma * noise``, ``a = tanh(u)``, ``log pi(a) = sum_d [log N(u_d; mu_d, sigma_d) - log(1 - a_d^2)]``
+    [SAC-2 eq. 21 / appendix C], with ``log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))``, which stays finite
+    where ``1 - a^2`` rounds to 0.  ``log N(u)`` is written through ``noise`` (``(u - mu) / sigma``) so it does not
+    divide by a tiny sigma.  This is the distribution of ML-Agents' ``TanhGaussianDistInstance`` (the policy acts
+    with it), evaluated with a few fused ops instead of its transform objects and unused entropies.
+
+    :param mu: [B, C] means; :param log_sigma: [B, C] log standard deviations (already clamped by the caller);
+    :param noise: [B, C] standard normal draws.  :return: (a [B, C], log pi(a) [B]).
+    """
+    if mu.dim() != 2:
+        raise ValueError(f"mu must have shape [B, C], got {list(mu.shape)}")
+    _check_shape("log_sigma", log_sigma, tuple(mu.shape))
+    _check_shape("noise", noise, tuple(mu.shape))
+    u = mu + log_sigma.exp() * noise
+    log_normal = -0.5 * noise.square() - log_sigma - _HALF_LOG_2PI
+    log_det = 2.0 * (_LOG_2 - u - torch.nn.functional.softplus(-2.0 * u))
+    return torch.tanh(u), (log_normal - log_det).sum(dim=1)
 
 
 def branch_sums(x: torch.Tensor, branches: Sequence[int]) -> torch.Tensor:

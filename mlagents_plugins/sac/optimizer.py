@@ -106,14 +106,28 @@ class FastSACOptimizer(TorchOptimizer):
         return self.q.q1
 
     def _actor(self, obs: List[torch.Tensor], mask: Optional[torch.Tensor]):
-        """Sampled action and log-probs: (cont action [B,C] | None, log pi_cont [B] | None, log p_disc [B,A] | None)."""
-        # The actor's body and action model directly: get_action_and_stats would also build numpy env actions.
+        """Sampled action and log-probs: (cont action [B,C] | None, log pi_cont [B] | None, log p_disc [B,A] | None).
+
+        Same distributions as the policy's ``ActionModel`` (which acts in the environment and is exported), read
+        from its own layers, but without what training does not use: the continuous part goes through
+        ``losses.tanh_gaussian_sample`` instead of transform objects and entropies, and discrete actions are
+        not sampled at all (the losses take the exact expectation over ``log p_disc``).
+        """
         actor = self.policy.actor
         encoding, _ = actor.network_body(obs)
-        action, lp, _ = actor.action_model(encoding, mask)
-        cont = action.continuous_tensor if self.action_spec.continuous_size > 0 else None
-        lp_c = lp.continuous_tensor.sum(dim=1) if self.action_spec.continuous_size > 0 else None
-        lp_d = lp.all_discrete_tensor if self.branches else None
+        model = actor.action_model
+        cont = lp_c = lp_d = None
+        if self.action_spec.continuous_size > 0:
+            gauss = model._continuous_distribution
+            mu = gauss.mu(encoding)
+            if gauss.conditional_sigma:
+                log_sigma = torch.clamp(gauss.log_sigma(encoding), min=-20, max=2)
+            else:
+                log_sigma = gauss.log_sigma.expand_as(mu)
+            cont, lp_c = L.tanh_gaussian_sample(mu, log_sigma, torch.randn_like(mu))
+        if self.branches:
+            dists = model._discrete_distribution(encoding, mask)
+            lp_d = torch.cat([d.all_log_prob() for d in dists], dim=1)
         return cont, lp_c, lp_d
 
     def compute_losses(self, batch: SACBatch) -> SACLosses:

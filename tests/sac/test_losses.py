@@ -190,3 +190,35 @@ def test_masked_target_entropy_scales_with_allowed_actions_and_accepts_per_sampl
         gaps = [sum(math.exp(lpd[b, off + i]) * lpd[b, off + i] for i in range(n)) + ref[b][k] for b in range(3)]
         ref_loss -= la_d[k].item() * np.mean(gaps)
     assert loss.item() == pytest.approx(ref_loss, rel=1e-5)
+
+
+def test_tanh_gaussian_sample_against_scalar_formula():
+    mu = torch.tensor([[0.3, -1.2, 2.5], [-0.7, 0.05, -3.0]])
+    log_sigma = torch.tensor([[-0.5, 0.4, -2.0], [1.1, -0.1, 0.0]])
+    noise = torch.tensor([[1.3, -0.2, 0.9], [-2.1, 0.6, 0.35]])
+    a, logp = L.tanh_gaussian_sample(mu, log_sigma, noise)
+    for b in range(2):
+        total = 0.0
+        for d in range(3):
+            m, ls, e = float(mu[b, d]), float(log_sigma[b, d]), float(noise[b, d])
+            sigma = math.exp(ls)
+            u = m + sigma * e
+            assert float(a[b, d]) == pytest.approx(math.tanh(u), abs=1e-6)
+            # density of u under N(m, sigma), then change of variables a = tanh(u)
+            log_n = -((u - m) ** 2) / (2 * sigma * sigma) - math.log(sigma) - 0.5 * math.log(2 * math.pi)
+            total += log_n - math.log(1.0 - math.tanh(u) ** 2)
+        assert float(logp[b]) == pytest.approx(total, rel=1e-5, abs=1e-4)
+
+
+def test_tanh_gaussian_sample_is_finite_where_tanh_saturates():
+    mu = torch.tensor([[12.0, -15.0]])
+    a, logp = L.tanh_gaussian_sample(mu, torch.zeros(1, 2), torch.zeros(1, 2))
+    assert torch.isfinite(logp).all()
+    # log(1 - tanh(u)^2) ~ log 4 - 2|u| for large |u|
+    expected = 2 * (-0.5 * math.log(2 * math.pi)) - (math.log(4) - 24.0) - (math.log(4) - 30.0)
+    assert float(logp[0]) == pytest.approx(expected, rel=1e-5)
+
+
+def test_tanh_gaussian_sample_checks_shapes():
+    with pytest.raises(ValueError, match="log_sigma"):
+        L.tanh_gaussian_sample(torch.zeros(4, 2), torch.zeros(4, 3), torch.zeros(4, 2))

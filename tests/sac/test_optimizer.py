@@ -105,3 +105,26 @@ def test_fast_cpu_matmul_gives_the_same_losses_and_gradients(tmp_path):
     for x, y in zip(ga, gb):
         if x is not None:
             torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("spec_kw", [dict(cont=2), dict(cont=0, branches=(3, 2)), dict(cont=1, branches=(2, 4))])
+def test_training_actor_path_matches_the_policys_action_model(tmp_path, spec_kw):
+    """The optimizer's lean sampling path draws from exactly the policy's distributions (same RNG draws)."""
+    trainer = _filled_trainer(tmp_path, **spec_kw)
+    opt = trainer.optimizer
+    batch = trainer.sample_batch()
+    torch.manual_seed(5)
+    cont, lp_c, lp_d = opt._actor(batch.obs, batch.action_mask)
+    torch.manual_seed(5)
+    actor = opt.policy.actor
+    encoding, _ = actor.network_body(batch.obs)
+    action, lp, _ = actor.action_model(encoding, batch.action_mask)
+    if spec_kw["cont"]:
+        torch.testing.assert_close(cont, action.continuous_tensor)
+        torch.testing.assert_close(lp_c, lp.continuous_tensor.sum(dim=1), rtol=1e-4, atol=1e-4)
+    else:
+        assert cont is None and lp_c is None
+    if spec_kw.get("branches"):
+        torch.testing.assert_close(lp_d, lp.all_discrete_tensor)
+    else:
+        assert lp_d is None
