@@ -2,7 +2,8 @@
 
 Per update: one actor pass at ``s`` (with gradient) and one at ``s'`` (no gradient), one target-critic pass,
 one online twin-Q pass at the taken actions and one at the actor's actions (critic weights frozen there, so
-the actor loss moves only the actor), then a *single* backward of ``critic + actor + temperature`` losses and
+the actor loss moves only the actor; with discrete-only actions Q(s, .) does not depend on the actor and the
+first pass's detached values are reused), then a *single* backward of ``critic + actor + temperature`` losses and
 a single (fused) Adam step over three parameter groups, and one fused Polyak update.  On CPU the update's
 matmuls use oneDNN's fp32 kernel where a probe shows it exact and faster (``fast_cpu_matmul``), and the
 networks use a fused Swish (``mlagents_plugins/fast_kernels.py``).  Built-in SAC runs three
@@ -145,23 +146,28 @@ class FastSACOptimizer(TorchOptimizer):
             v_boot = L.soft_value(torch.minimum(tq1, tq2), lp_c_next, lp_d_next, alpha_c, alpha_d, self.branches)
             y, _ = L.n_step_targets(batch.r_t, batch.discount_t, batch.valid_t, v_boot)
 
-        q1, q2 = self.q(batch.obs, batch.cont_actions)
+        q1_all, q2_all = self.q(batch.obs, batch.cont_actions)  # [B, S, A]
         if self.branches:
-            q1 = L.condense_q(q1, batch.disc_actions, self.branches)
-            q2 = L.condense_q(q2, batch.disc_actions, self.branches)
+            q1 = L.condense_q(q1_all, batch.disc_actions, self.branches)
+            q2 = L.condense_q(q2_all, batch.disc_actions, self.branches)
         else:
-            q1, q2 = q1[:, :, 0], q2[:, :, 0]
+            q1, q2 = q1_all[:, :, 0], q2_all[:, :, 0]
         q1_loss, q2_loss, td_abs = L.twin_q_loss(q1, q2, y, batch.weights)
 
         a_pi, lp_c, lp_d = self._actor(batch.obs, batch.action_mask)
-        # Critic weights frozen for the actor's Q evaluation: the actor loss reaches the actor only.
-        for p in self._q_params:
-            p.requires_grad_(False)
-        try:
-            q_pi = self.q.first(batch.obs, a_pi) if self.actor_q1_only else torch.minimum(*self.q(batch.obs, a_pi))
-        finally:
+        if a_pi is None:
+            # Discrete-only: Q(s, .) does not depend on the actor, so the critic pass above already holds every
+            # action's value; detached, the actor loss reaches the actor only (and a second pass is saved).
+            q_pi = (q1_all if self.actor_q1_only else torch.minimum(q1_all, q2_all)).detach()
+        else:
+            # Critic weights frozen for the actor's Q evaluation: the actor loss reaches the actor only.
             for p in self._q_params:
-                p.requires_grad_(True)
+                p.requires_grad_(False)
+            try:
+                q_pi = self.q.first(batch.obs, a_pi) if self.actor_q1_only else torch.minimum(*self.q(batch.obs, a_pi))
+            finally:
+                for p in self._q_params:
+                    p.requires_grad_(True)
         pi_loss = L.policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, self.branches)
         target_disc = self.target_entropy_disc
         if self.branches and batch.action_mask is not None:
