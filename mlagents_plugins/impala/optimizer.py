@@ -5,6 +5,10 @@ with its current parameters; V-trace (``losses.vtrace``) turns them, the rewards
 log-probabilities recorded at acting time into value targets and policy-gradient advantages, one set
 per reward stream (each with its own gamma); the total advantage is their sum (the return of the summed
 reward), and the baseline loss is the sum of the per-stream losses.
+
+Kernels (same math): the separate critic's Swish is fused (the trainer fuses the actor's), Adam uses the
+fused kernel where torch has one for the device, and the update's fp32 matmuls use oneDNN on CPU where a
+probe shows it exact and faster (``fast_cpu_matmul``; ``mlagents_plugins/fast_kernels.py``).
 """
 from typing import Dict, List, NamedTuple, cast
 
@@ -17,6 +21,7 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents.trainers.torch_entities.utils import ModelUtils
 from mlagents_envs.timers import timed
 
+from mlagents_plugins.fast_kernels import fast_fp32_matmul, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.impala import losses
 from mlagents_plugins.impala.pieces import PieceBatch
 from mlagents_plugins.impala.settings import ImpalaSettings
@@ -51,6 +56,7 @@ class TorchImpalaOptimizer(TorchOptimizer):
         self.hyperparameters: ImpalaSettings = cast(ImpalaSettings, trainer_settings.hyperparameters)
         hp = self.hyperparameters
         self.stream_names: List[str] = [key.value for key in trainer_settings.reward_signals]
+        self.device = default_device()
         params = list(self.policy.actor.parameters())
         if hp.shared_critic:
             self._critic = policy.actor  # SharedActorCritic: value heads on the policy body
@@ -60,7 +66,8 @@ class TorchImpalaOptimizer(TorchOptimizer):
                 policy.behavior_spec.observation_specs,
                 network_settings=trainer_settings.network_settings,
             )
-            self._critic.to(default_device())
+            self._critic.to(self.device)
+            fuse_swish_(self._critic)
             params += list(self._critic.parameters())
         self.decay_learning_rate = ModelUtils.DecayedValue(
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
@@ -70,10 +77,12 @@ class TorchImpalaOptimizer(TorchOptimizer):
         )
         if hp.optimizer == "rmsprop":
             self.optimizer = torch.optim.RMSprop(
-                params, lr=hp.learning_rate, alpha=hp.rmsprop_alpha, eps=hp.optimizer_epsilon
+                params, lr=hp.learning_rate, alpha=hp.rmsprop_alpha, eps=hp.optimizer_epsilon, foreach=True
             )
         else:
-            self.optimizer = torch.optim.Adam(params, lr=hp.learning_rate, eps=hp.optimizer_epsilon)
+            self.optimizer = torch.optim.Adam(
+                params, lr=hp.learning_rate, eps=hp.optimizer_epsilon, **fused_adam_kwargs(self.device)
+            )
         self._params = params
 
     @property
@@ -157,15 +166,15 @@ class TorchImpalaOptimizer(TorchOptimizer):
         step = self.policy.get_current_step()
         lr = self.decay_learning_rate.get_value(step)
         entropy_weight = self.decay_entropy_weight.get_value(step)
-        terms = self.compute_losses(batch)
-        loss = terms.policy_loss + hp.value_weight * terms.value_loss + entropy_weight * terms.entropy_loss
-
-        ModelUtils.update_learning_rate(self.optimizer, lr)
-        self.optimizer.zero_grad()
-        loss.backward()
-        max_norm = hp.grad_clip_norm if hp.grad_clip_norm is not None else float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
-        self.optimizer.step()
+        with fast_fp32_matmul(self.device, hp.fast_cpu_matmul):
+            terms = self.compute_losses(batch)
+            loss = terms.policy_loss + hp.value_weight * terms.value_loss + entropy_weight * terms.entropy_loss
+            ModelUtils.update_learning_rate(self.optimizer, lr)
+            self.optimizer.zero_grad()
+            loss.backward()
+            max_norm = hp.grad_clip_norm if hp.grad_clip_norm is not None else float("inf")
+            grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
+            self.optimizer.step()
         return {
             STAT_POLICY_LOSS: terms.policy_loss.item(),
             STAT_VALUE_LOSS: terms.value_loss.item(),

@@ -4,7 +4,7 @@ Fields keep ML-Agents' meaning where the name is shared, with two IMPALA-specifi
 ``batch_size`` counts *pieces* (unrolls of ``unroll_length`` steps), not steps, and ``buffer_size``
 is how many pieces may wait in the learner queue (oldest dropped first).
 """
-from typing import Optional
+from typing import Any, Optional
 
 import attr
 from mlagents.trainers.exception import TrainerConfigError
@@ -69,8 +69,11 @@ class ImpalaSettings(HyperparamSettings):
     # Unused when surrogate_clip is set (the surrogate's ratio is then the importance weight).
     pg_rho_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
     # epsilon of a PPO-style clipped surrogate on pi/mu with the V-trace advantage r + gamma v_{s+1} - V
-    # (a trust region around the acting policy, as IMPACT); null = the paper's policy gradient.
-    surrogate_clip: Optional[float] = attr.ib(default=None, validator=_optional_open_unit_interval)
+    # (a trust region around the acting policy, as IMPACT).  DEVIATION from the paper, on by default: the
+    # paper's policy gradient bounds each sample's weight but not how far pi drifts from a stale mu, and
+    # under threaded lag (~17-33 updates) it ran away in 4/4 measured runs (docs/impala.md, "Policy lag").
+    # null = the paper's policy gradient (weighted by pg_rho_clip).
+    surrogate_clip: Optional[float] = attr.ib(default=0.2, validator=_optional_open_unit_interval)
     # lambda multiplying every c_i (paper sec. 4.2 / DI-engine lambda_); 1 = plain V-trace.
     trace_lambda: float = attr.ib(default=1.0, validator=_unit_interval)
     # Weight of the baseline (value) loss.
@@ -92,11 +95,21 @@ class ImpalaSettings(HyperparamSettings):
     normalize_advantage: bool = False
     # Each piece is used in at most this many updates (DI-engine max_use); 1 = classic IMPALA.
     max_reuse: int = attr.ib(default=1, validator=_positive_int)
+    # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
+    # and faster than the default (MKL) kernel; no effect elsewhere or on CUDA.  Same math, another kernel;
+    # false = always the default kernel.  See mlagents_plugins/fast_kernels.py.  A bool; annotated Any so
+    # that cattrs hands the raw YAML value to the validator (as bool it would turn "yes" or null into a bool).
+    fast_cpu_matmul: Any = attr.ib(default=True)
 
     @optimizer.validator
     def _check_optimizer(self, attribute, value) -> None:
         if value not in OPTIMIZERS:
             raise _error(attribute.name, value, " or ".join(repr(o) for o in OPTIMIZERS))
+
+    @fast_cpu_matmul.validator
+    def _check_bool(self, attribute, value) -> None:
+        if not isinstance(value, bool):
+            raise _error(attribute.name, value, "true or false")
 
     def __attrs_post_init__(self) -> None:
         if self.buffer_size < self.batch_size:

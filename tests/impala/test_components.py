@@ -147,7 +147,8 @@ def test_gradient_routing_shared_critic_and_update_moves_parameters():
 
 @pytest.mark.parametrize(
     "field,value",
-    [("rho_clip", -1.0), ("unroll_length", 0), ("trace_lambda", 1.5), ("optimizer", "sgd"), ("max_reuse", 0), ("entropy_weight", -0.1)],
+    [("rho_clip", -1.0), ("unroll_length", 0), ("trace_lambda", 1.5), ("optimizer", "sgd"), ("max_reuse", 0), ("entropy_weight", -0.1),
+     ("fast_cpu_matmul", "yes"), ("fast_cpu_matmul", None)],
 )
 def test_settings_errors_name_field_value_and_allowed(field, value):
     with pytest.raises(TrainerConfigError) as err:
