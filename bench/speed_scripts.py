@@ -20,7 +20,7 @@ REPO = os.path.dirname(BENCH_DIR)
 UPDATE_SPEED = "update_speed.py"
 THREADED = ("sac_speed.py", "impala_speed.py")
 #: smaller workloads for --quick, passed only when the script's --help offers the option
-QUICK_ARGS = {UPDATE_SPEED: ["--updates", "40", "--rows", "5000", "--budget-s", "15"],
+QUICK_ARGS = {UPDATE_SPEED: ["--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"],
               "sac_speed.py": ["--updates", "50"], "impala_speed.py": ["--steps", "10000"],
               "replay_io.py": ["--repeats", "1"]}
 

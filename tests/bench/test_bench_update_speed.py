@@ -220,7 +220,8 @@ def test_speed_section_runs_update_speed_once_first(monkeypatch):
     monkeypatch.setattr(speed_scripts, "run_script",
                         lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
     speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
-    assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000", "--budget-s", "15"), None)
+    assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"),
+                       None)
     assert [s[0] for s in seen].count("update_speed.py") == 1
     assert ("sac_speed.py", ("--updates", "50"), 2) in seen
 
