@@ -23,6 +23,24 @@ import numpy as np
 import torch
 
 from bench.minimal_nets import RowStore, frozen_copy, polyak_, swish_mlp, t, tanh_gaussian_sample
+from bench.minimal_sac import SETTINGS as SAC_SETTINGS
+
+SETTINGS = dict(
+    SAC_SETTINGS,
+    actor_min_q="no work: the SAC head's actor uses the twin minimum (as muzero_repr)",
+    latent_size="latent width", model_hidden_units="g/f width", model_num_layers="g/f depth",
+    num_unroll_steps="K", td_steps="n", recurrent_gradient_scaling_factor="gradient scale into g",
+    support_size="categorical atoms (checked >= 1)", value_transform="checked: true",
+    value_transform_eps="h(x) epsilon", value_loss_weight="value loss weight",
+    reward_loss_weight="reward loss weight", policy_loss_weight="checked: 0",
+    train_game_over="checked: false", game_over_loss_weight="no work: train_game_over false",
+    train_repr_prediction="checked: false", repr_prediction_loss_weight="no work: train_repr_prediction false",
+    actions_after_end="checked: repeat", model_target_update_tau="target model Polyak rate",
+    model_target_update_period="target model period", model_learning_rate="model Adam step size",
+    model_update_interval="checked: 1", model_updates_per_interval="checked: 1",
+    model_grad_clip="model norm clip", random_shift_pad="no work: vector observations",
+    rl_gradient_to_repr="checked: false", head_hidden_units="head width", head_num_layers="head depth",
+)
 
 
 def _min_max(x: torch.Tensor) -> torch.Tensor:
@@ -82,7 +100,7 @@ class MinimalMuZeroRepr:
         hp, net = settings.hyperparameters, settings.network_settings
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
                 or hp.rl_gradient_to_repr or hp.prioritized_replay or hp.model_update_interval != 1
-                or hp.model_updates_per_interval != 1):
+                or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):
             raise ValueError("the minimal muzero_repr loop covers the shipped balance config's options only")
         self.hp = hp
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
@@ -98,7 +116,7 @@ class MinimalMuZeroRepr:
         head = list(self.head.parameters()) + list(self.mu.parameters()) + list(self.log_sigma.parameters())
         self.rl_opt = torch.optim.Adam(list(self.q.parameters()) + head, lr=hp.learning_rate)
         self.temp_opt = torch.optim.Adam([self.log_alpha], lr=hp.learning_rate)
-        self.target_entropy = -float(act_size)
+        self.target_entropy = -hp.continuous_target_entropy_scale * float(act_size)
         self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed))
         self.atoms = torch.arange(-hp.support_size, hp.support_size + 1, dtype=torch.float32)
         self.num_model_updates = 0

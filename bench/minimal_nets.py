@@ -14,6 +14,22 @@ from torch import nn
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
+#: How a minimal loop treats each hyperparameter of the shared off-policy settings.  Every minimal module
+#: has a ``SETTINGS`` dict like this over its trainer's whole settings class, so a setting added later that
+#: the loop does not know fails ``tests/bench/test_bench_update_speed.py`` instead of silently diverging.
+OFFPOLICY_BASE_SETTINGS = {
+    "batch_size": "rows/windows per update",
+    "buffer_size": "no per-update work (the minimal store holds --rows rows)",
+    "learning_rate": "Adam step size",
+    "learning_rate_schedule": "no per-update work (constant in the minimal loop)",
+    "buffer_init_steps": "no per-update work (update cadence)",
+    "steps_per_update": "no per-update work (update cadence)",
+    "reward_signal_steps_per_update": "no per-update work (extrinsic reward only)",
+    "save_replay_buffer": "no per-update work (checkpointing)",
+    "init_replay_from": "no per-update work (start-up)",
+}
+FAST_CPU_MATMUL = "not applied: ours' optional oneDNN matmul kernels; the minimal loop is plain PyTorch"
+
 
 def swish_mlp(input_size: int, hidden: int, num_layers: int, output_size: int = 0) -> nn.Sequential:
     """``num_layers`` (Linear, SiLU) blocks, then a Linear to ``output_size`` when it is > 0."""

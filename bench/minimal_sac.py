@@ -11,15 +11,33 @@ losses, ONE Adam step over actor + critics + temperature, and a fused Polyak upd
 import numpy as np
 import torch
 
-from bench.minimal_nets import RowStore, frozen_copy, polyak_, swish_mlp, t, tanh_gaussian_sample
+from bench.minimal_nets import (FAST_CPU_MATMUL, OFFPOLICY_BASE_SETTINGS, RowStore, frozen_copy, polyak_, swish_mlp, t,
+                                 tanh_gaussian_sample)
+
+SETTINGS = dict(
+    OFFPOLICY_BASE_SETTINGS,
+    n_step="window length of the n-step target",
+    tau="Polyak rate",
+    init_entcoef="initial temperature",
+    actor_min_q="checked: automatic/false (Q1 objective for continuous actions)",
+    continuous_target_entropy_scale="target entropy -scale * action size",
+    discrete_target_entropy_scale="no work: continuous actions only",
+    prioritized_replay="checked: false",
+    per_alpha="no work: prioritized_replay false",
+    per_beta="no work: prioritized_replay false",
+    per_epsilon="no work: prioritized_replay false",
+    fast_cpu_matmul=FAST_CPU_MATMUL,
+)
 
 
 class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
+        if hp.prioritized_replay or hp.actor_min_q:
+            raise ValueError("the minimal SAC loop covers uniform replay and the Q1 actor objective only")
         self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
-        self.target_entropy = -float(act_size)
+        self.target_entropy = -hp.continuous_target_entropy_scale * float(act_size)
         h, n = net.hidden_units, net.num_layers
         self.body = swish_mlp(obs_size, h, n)
         self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)

@@ -17,7 +17,17 @@ import math
 import numpy as np
 import torch
 
-from bench.minimal_nets import RowStore, frozen_copy, polyak_, swish_mlp, t, tanh_gaussian_sample
+from bench.minimal_nets import OFFPOLICY_BASE_SETTINGS, RowStore, frozen_copy, polyak_, swish_mlp, t, tanh_gaussian_sample
+
+SETTINGS = dict(
+    OFFPOLICY_BASE_SETTINGS,
+    trajectory="checked: constant", inverse_mode="no work: constant trajectories",
+    mini_batch_length="window length", num_critic_replicas="critics", target_update_tau="Polyak rate",
+    target_update_period="checked: 1 (Polyak every update)", init_action_temperature="initial temperature",
+    init_switch_temperature="initial temperature", action_target_entropy_scale="action target entropy",
+    switch_target_entropy="switch target entropy", b1_advantage_clipping="checked: null",
+    max_repeat_steps="no work: acting only", randomize_first_state_tau="no work: acting only",
+)
 
 
 def compare_through(r: torch.Tensor, terminal: torch.Tensor, v1: torch.Tensor, switch: torch.Tensor,
@@ -39,8 +49,9 @@ def compare_through(r: torch.Tensor, terminal: torch.Tensor, v1: torch.Tensor, s
 class MinimalTAAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.trajectory != "constant":
-            raise ValueError(f"the minimal TAAC loop covers trajectory: constant only, got {hp.trajectory!r}")
+        if hp.trajectory != "constant" or hp.target_update_period != 1 or hp.b1_advantage_clipping is not None:
+            raise ValueError("the minimal TAAC loop covers trajectory: constant, target_update_period: 1 and "
+                             "b1_advantage_clipping: null only")
         self.hp = hp
         self.L = hp.mini_batch_length
         self.n_seq = int(math.ceil(hp.batch_size / self.L))

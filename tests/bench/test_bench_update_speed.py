@@ -93,6 +93,22 @@ def test_minimal_loop_trains_the_same_layers_with_the_same_backward_passes(tmp_p
     assert all(torch.isfinite(p).all() for p in minimal_params)
 
 
+@pytest.mark.parametrize("trainer,module", [("fast_sac", "minimal_sac"), ("taac", "minimal_taac"),
+                                            ("impala", "minimal_impala"), ("muzero_repr", "minimal_muzero")])
+def test_minimal_loop_accounts_for_every_setting_of_its_trainer(trainer, module):
+    """A setting another engineer adds to a trainer must be handled (or declared workless) by its minimal loop."""
+    import importlib
+
+    import attr
+    from mlagents import plugins as mla_plugins
+
+    speed.register_plugins()
+    fields = {f.name for f in attr.fields(mla_plugins.all_trainer_settings[trainer])}
+    declared = importlib.import_module(f"bench.{module}").SETTINGS
+    assert fields - set(declared) == set(), f"settings of {trainer} the minimal loop does not account for"
+    assert set(declared) - fields == set(), f"{module} declares settings {trainer} does not have"
+
+
 def test_minimal_vtrace_matches_impala_losses():
     from bench.minimal_impala import vtrace
     from mlagents_plugins.impala import losses
@@ -103,10 +119,12 @@ def test_minimal_vtrace_matches_impala_losses():
     discount = torch.full((T, B), 0.9)
     discount[-1, 1] = 0.0  # piece 1 ends its episode
     r, v, v_boot = torch.randn(T, B, generator=g), torch.randn(T, B, generator=g), torch.randn(B, generator=g)
-    vs, adv = vtrace(log_rho, discount, r, v, v_boot, 1.0, 0.8, 1.2, 0.95)
+    vs, q = vtrace(log_rho, discount, r, v, v_boot, 1.0, 0.8, 0.95)
     ref = losses.vtrace(log_rho, discount, r, v, v_boot, torch.ones(T, B), rho_clip=1.0, c_clip=0.8,
                         pg_rho_clip=1.2, lambda_=0.95)
-    assert torch.allclose(vs, ref.vs, atol=1e-5) and torch.allclose(adv, ref.pg_advantage, atol=1e-5)
+    assert torch.allclose(vs, ref.vs, atol=1e-5) and torch.allclose(q, ref.q_t, atol=1e-5)
+    pg_rho = log_rho.exp().clamp(max=1.2)
+    assert torch.allclose(pg_rho * (q - v), ref.pg_advantage, atol=1e-5)
 
 
 def test_minimal_vtrace_on_policy_is_the_discounted_return_by_hand():
@@ -115,11 +133,11 @@ def test_minimal_vtrace_on_policy_is_the_discounted_return_by_hand():
     # rho = 1 (log_rho 0), no clipping effect: v_s is the n-step return bootstrapped at the end.
     r = torch.tensor([[1.0], [2.0]])
     v = torch.tensor([[0.5], [-1.0]])
-    vs, adv = vtrace(torch.zeros(2, 1), torch.full((2, 1), 0.5), r, v, torch.tensor([4.0]), 1.0, 1.0, 1.0, 1.0)
+    vs, q = vtrace(torch.zeros(2, 1), torch.full((2, 1), 0.5), r, v, torch.tensor([4.0]), 1.0, 1.0, 1.0)
     # v_1 = 2 + 0.5 * 4 = 4; v_0 = 1 + 0.5 * 4 = 3
     assert vs.flatten().tolist() == pytest.approx([3.0, 4.0])
-    # adv_0 = 1 + 0.5 * v_1 - V_0 = 1 + 2 - 0.5; adv_1 = 2 + 0.5 * 4 - (-1)
-    assert adv.flatten().tolist() == pytest.approx([2.5, 5.0])
+    # q_0 = 1 + 0.5 * v_1 = 3; q_1 = 2 + 0.5 * 4 = 4
+    assert q.flatten().tolist() == pytest.approx([3.0, 4.0])
 
 
 def test_minimal_compare_through_matches_taac_losses():
