@@ -97,7 +97,8 @@ class ImpalaSettings(HyperparamSettings):
     max_reuse: int = attr.ib(default=1, validator=_positive_int)
     # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
     # and faster than the default (MKL) kernel; no effect elsewhere or on CUDA.  Same math, another kernel;
-    # false = always the default kernel.  See mlagents_plugins/fast_kernels.py.  A bool; annotated Any so
+    # false = always the default kernel.  Pays off for wide layers (256: -24% per update) but not narrow ones
+    # (64: +2-7%), so the shipped 64-wide configs set false (docs/impala.md, "Fast kernels").  A bool; annotated Any so
     # that cattrs hands the raw YAML value to the validator (as bool it would turn "yes" or null into a bool).
     fast_cpu_matmul: Any = attr.ib(default=True)
 
