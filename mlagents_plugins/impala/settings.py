@@ -90,15 +90,15 @@ class ImpalaSettings(HyperparamSettings):
     # Denominator epsilon of Adam/RMSProp (the paper's RMSProp uses 0.01).
     optimizer_epsilon: float = attr.ib(default=1.0e-5, validator=_positive)
     # True: value heads on the policy's body (SharedActorCritic); False: a separate ValueNetwork.
-    shared_critic: bool = False
+    shared_critic: Any = attr.ib(default=False)  # bool; Any so cattrs passes the raw YAML value (see fast_cpu_matmul)
     # Standardise the V-trace advantages over each batch's real steps (not in the paper; as PPO does).
-    normalize_advantage: bool = False
+    normalize_advantage: Any = attr.ib(default=False)  # bool
     # Each piece is used in at most this many updates (DI-engine max_use); 1 = classic IMPALA.
     max_reuse: int = attr.ib(default=1, validator=_positive_int)
     # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
     # and faster than the default (MKL) kernel; no effect elsewhere or on CUDA.  Same math, another kernel;
     # false = always the default kernel.  Pays off for wide layers (256: -24% per update) but not narrow ones
-    # (64: +2-7%), so the shipped 64-wide configs set false (docs/impala.md, "Fast kernels").  A bool; annotated Any so
+    # (64: +2-7%), so the first updates time both kernels and keep the faster (MatmulKernelChooser).  A bool; annotated Any so
     # that cattrs hands the raw YAML value to the validator (as bool it would turn "yes" or null into a bool).
     fast_cpu_matmul: Any = attr.ib(default=True)
 
@@ -108,6 +108,8 @@ class ImpalaSettings(HyperparamSettings):
             raise _error(attribute.name, value, " or ".join(repr(o) for o in OPTIMIZERS))
 
     @fast_cpu_matmul.validator
+    @shared_critic.validator
+    @normalize_advantage.validator
     def _check_bool(self, attribute, value) -> None:
         if not isinstance(value, bool):
             raise _error(attribute.name, value, "true or false")

@@ -15,6 +15,14 @@ def _fail(field: str, value: Any, allowed: str) -> None:
     raise TrainerConfigError(f"hyperparameters.{field} = {value!r} is invalid: it must be {allowed}.")
 
 
+def strict_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    """Validator of a true/false setting.  Annotate such fields ``Any``, not ``bool``: ML-Agents structures
+    settings with cattrs, which would turn a ``bool`` field's YAML value through ``bool(...)``, so that
+    ``"false"``, ``"no"`` or ``1`` silently became ``True`` and ``null`` became ``False``."""
+    if not isinstance(value, bool):
+        _fail(attribute.name, value, "true or false")
+
+
 def positive_int(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         _fail(attribute.name, value, "an integer >= 1")
@@ -47,7 +55,7 @@ class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
     # Environment steps (summed over agents) per gradient update; 0.25 = four updates per step.
     steps_per_update: float = attr.ib(default=1.0, validator=positive_float)
     # Save the replay buffer with every checkpoint and at exit, and restore it on --resume.
-    save_replay_buffer: bool = attr.ib(default=False)
+    save_replay_buffer: Any = attr.ib(default=False, validator=strict_bool)  # bool (see strict_bool)
     # Environment steps per update of the intrinsic reward providers (GAIL, curiosity, RND).
     reward_signal_steps_per_update: float = attr.ib(validator=positive_float)
     # Fill the replay buffer from another run's saved buffer before training: a replay file path or a run

@@ -1,5 +1,5 @@
 """``fast_sac`` hyperparameters (the ``hyperparameters:`` block of a ``trainer_type: fast_sac`` behavior)."""
-from typing import Any, Optional
+from typing import Any
 
 import attr
 
@@ -9,6 +9,7 @@ from mlagents_plugins.offpolicy.settings import (
     _fail,
     positive_float,
     positive_int,
+    strict_bool,
     unit_interval,
 )
 
@@ -30,11 +31,11 @@ class FastSACSettings(OffPolicyBaseSettings):
     # Actor objective on min(Q1, Q2) (SAC-2 paper) instead of Q1 alone (TD3, ML-Agents' sac).  Q1 alone saves one
     # critic pass per update (~15% of the step); the targets use the twin minimum either way.  null = automatic:
     # min with discrete branches (measured on "branches": 0.82 vs 0.52 at 40k steps), Q1 for continuous-only.
-    actor_min_q: Optional[bool] = attr.ib(default=None)
+    actor_min_q: Any = attr.ib(default=None)  # Optional[bool] (Any: see offpolicy.settings.strict_bool)
     # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).
     n_step: int = attr.ib(default=1, validator=positive_int)
     # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
-    prioritized_replay: bool = attr.ib(default=False)
+    prioritized_replay: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Priority exponent alpha (0 = uniform).
     per_alpha: float = attr.ib(default=0.6, validator=unit_interval)
     # Importance-sampling exponent beta at the start; annealed linearly to 1 at max_steps.
@@ -44,7 +45,7 @@ class FastSACSettings(OffPolicyBaseSettings):
     # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
     # and faster than the default (MKL) kernel - about 2x on AVX-512 AMD processors; no effect elsewhere or
     # on CUDA.  false = always the default kernel.  See mlagents_plugins/fast_kernels.py.
-    fast_cpu_matmul: bool = attr.ib(default=True)
+    fast_cpu_matmul: Any = attr.ib(default=True, validator=strict_bool)  # bool
 
     @continuous_target_entropy_scale.validator
     def _check_cont_scale(self, attribute: "attr.Attribute", value: Any) -> None:
@@ -56,8 +57,3 @@ class FastSACSettings(OffPolicyBaseSettings):
         if value is not None and not isinstance(value, bool):
             _fail(attribute.name, value, "true, false or null (automatic)")
 
-    @fast_cpu_matmul.validator
-    @prioritized_replay.validator
-    def _check_per(self, attribute: "attr.Attribute", value: Any) -> None:
-        if not isinstance(value, bool):
-            _fail(attribute.name, value, "true or false")
