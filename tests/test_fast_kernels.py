@@ -1,5 +1,6 @@
 """The kernel swaps in mlagents_plugins/fast_kernels.py change speed only, never the function computed."""
 import copy
+import time
 
 import numpy as np
 import pytest
@@ -107,3 +108,32 @@ def test_fast_fp32_matmul_is_exact_scoped_and_restores_precision():
 def test_fast_fp32_matmul_does_nothing_off_cpu_or_when_disabled(device, enabled):
     with K.fast_fp32_matmul(torch.device(device), enabled):
         assert torch.get_float32_matmul_precision() == "highest"
+
+
+def _run_chooser(chooser, slow_when_onednn: bool, calls: int):
+    modes = []
+    for _ in range(calls):
+        with chooser.scope():
+            onednn = torch.get_float32_matmul_precision() == "medium"
+            modes.append(onednn)
+            time.sleep(0.004 if onednn == slow_when_onednn else 0.001)
+        assert torch.get_float32_matmul_precision() == "highest"
+    return modes
+
+
+@pytest.mark.skipif(not K.onednn_fp32_matmul_available(), reason="oneDNN fp32 kernel not exact/faster here")
+@pytest.mark.parametrize("onednn_faster", [True, False])
+def test_chooser_times_both_kernels_then_keeps_the_faster(onednn_faster):
+    chooser = K.MatmulKernelChooser(torch.device("cpu"), True, trials=4, warmup=2)
+    modes = _run_chooser(chooser, slow_when_onednn=not onednn_faster, calls=2 + 8)
+    assert modes[2:] == [True, False] * 4  # alternating while timing
+    assert chooser.use_onednn is onednn_faster
+    later = _run_chooser(chooser, slow_when_onednn=not onednn_faster, calls=5)
+    assert later == [onednn_faster] * 5
+
+
+@pytest.mark.parametrize("device,enabled", [("meta", True), ("cpu", False)])
+def test_chooser_is_inert_off_cpu_or_when_disabled(device, enabled):
+    chooser = K.MatmulKernelChooser(torch.device(device), enabled, trials=2, warmup=0)
+    assert _run_chooser(chooser, slow_when_onednn=False, calls=6) == [False] * 6
+    assert chooser.use_onednn is False

@@ -21,7 +21,7 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents.trainers.torch_entities.utils import ModelUtils
 from mlagents_envs.timers import timed
 
-from mlagents_plugins.fast_kernels import fast_fp32_matmul, fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.impala import losses
 from mlagents_plugins.impala.pieces import PieceBatch
 from mlagents_plugins.impala.settings import ImpalaSettings
@@ -57,6 +57,7 @@ class TorchImpalaOptimizer(TorchOptimizer):
         hp = self.hyperparameters
         self.stream_names: List[str] = [key.value for key in trainer_settings.reward_signals]
         self.device = default_device()
+        self.matmul_kernels = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         params = list(self.policy.actor.parameters())
         if hp.shared_critic:
             self._critic = policy.actor  # SharedActorCritic: value heads on the policy body
@@ -166,7 +167,7 @@ class TorchImpalaOptimizer(TorchOptimizer):
         step = self.policy.get_current_step()
         lr = self.decay_learning_rate.get_value(step)
         entropy_weight = self.decay_entropy_weight.get_value(step)
-        with fast_fp32_matmul(self.device, hp.fast_cpu_matmul):
+        with self.matmul_kernels.scope():
             terms = self.compute_losses(batch)
             loss = terms.policy_loss + hp.value_weight * terms.value_loss + entropy_weight * terms.entropy_loss
             ModelUtils.update_learning_rate(self.optimizer, lr)

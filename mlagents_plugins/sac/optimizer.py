@@ -5,7 +5,8 @@ one online twin-Q pass at the taken actions and one at the actor's actions (crit
 the actor loss moves only the actor; with discrete-only actions Q(s, .) does not depend on the actor and the
 first pass's detached values are reused), then a *single* backward of ``critic + actor + temperature`` losses and
 a single (fused) Adam step over three parameter groups, and one fused Polyak update.  On CPU the update's
-matmuls use oneDNN's fp32 kernel where a probe shows it exact and faster (``fast_cpu_matmul``), and the
+matmuls use oneDNN's fp32 kernel where it is exact and, timed on the first updates, faster
+(``fast_cpu_matmul``), and the
 networks use a fused Swish (``mlagents_plugins/fast_kernels.py``).  Built-in SAC runs three
 backward passes and three optimizers and also trains a V network; that and its per-update AgentBuffer
 conversions are most of the speed difference.
@@ -20,7 +21,7 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
-from mlagents_plugins.fast_kernels import fast_fp32_matmul, fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.sac import losses as L
 from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
 from mlagents_plugins.sac.settings import FastSACSettings
@@ -68,6 +69,7 @@ class FastSACOptimizer(TorchOptimizer):
         hp = cast(FastSACSettings, trainer_settings.hyperparameters)
         self.hyperparameters = hp
         self.device = default_device()
+        self.matmul_kernels = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.action_spec = policy.behavior_spec.action_spec
         self.branches = list(self.action_spec.discrete_branches)
         self.stream_names = list(self.reward_signals.keys())
@@ -183,7 +185,7 @@ class FastSACOptimizer(TorchOptimizer):
 
     def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One fused SAC step. Returns (stats, |TD error| [B] for replay priorities)."""
-        with fast_fp32_matmul(self.device, self.hyperparameters.fast_cpu_matmul):
+        with self.matmul_kernels.scope():
             out = self.compute_losses(batch)
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
             for g in self.adam.param_groups:
