@@ -26,7 +26,6 @@ logger = logging.getLogger(__name__)
 
 def blocking_step(self) -> List:
     """``SubprocessEnvManager._step`` of ML-Agents 1.1.0, waiting on the queue instead of spinning."""
-    from mlagents.trainers.env_manager import EnvironmentStep  # noqa: F401  (type only)
     from mlagents.trainers.subprocess_env_manager import EnvironmentCommand
 
     self._queue_steps()

@@ -70,7 +70,6 @@ def fused_adam_kwargs(device: torch.device) -> dict:
 
 # ---------------------------------------------------------------------------------------- fp32 matmul kernels
 _ONEDNN_MATMUL_OK: Optional[bool] = None
-_PROBE_RESULT: Dict[str, float] = {}
 
 
 def _time_matmul(a: torch.Tensor, b: torch.Tensor, reps: int = 5, inner: int = 10) -> float:
@@ -114,7 +113,6 @@ def onednn_fp32_matmul_available() -> bool:
         torch.set_float32_matmul_precision("medium")
         rel_err = float(((a @ b).double() - ref).abs().max() / ref.abs().max())
         t_onednn = _time_matmul(a, b)
-        _PROBE_RESULT.update(rel_err=rel_err, default_s=t_default, onednn_s=t_onednn)
         ok = accept_matmul_kernel(rel_err, t_default, t_onednn)
     except (RuntimeError, AttributeError):
         ok = False
@@ -183,16 +181,10 @@ class MatmulKernelChooser:
         timing = self.use_onednn is None and self.calls >= self.warmup
         onednn = True if self.use_onednn else (self.calls % 2 == 0)
         self.calls += 1
-        previous = torch.get_float32_matmul_precision()
-        if onednn:
-            torch.set_float32_matmul_precision("medium")
         start = time.perf_counter()
-        try:
+        with fast_fp32_matmul(torch.device("cpu"), onednn):
             yield
-        finally:
-            elapsed = time.perf_counter() - start
-            if onednn:
-                torch.set_float32_matmul_precision(previous)
+        elapsed = time.perf_counter() - start
         if timing:
             self.seconds[onednn].append(elapsed)
             if min(len(v) for v in self.seconds.values()) >= self.trials:
