@@ -130,7 +130,8 @@ def test_resume_restores_replay_contents_and_counters_exactly(tmp_path, caplog):
     step, updates = first.get_step, first.num_updates
     assert step == 49 and updates == 49 // 3 and first.replay.write_pos == 49 % 30
 
-    with caplog.at_level(logging.INFO):
+    # mlagents_envs.logging_util.set_log_level (called by other tests) may have raised this logger's level
+    with caplog.at_level(logging.INFO, logger="mlagents_plugins.offpolicy.trainer"):
         second = make_trainer(spec, tmp_path, load=True, **kw)
     assert "Loaded replay buffer" in caplog.text
     assert second.get_step == step and second.num_updates == updates
