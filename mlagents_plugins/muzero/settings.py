@@ -14,6 +14,7 @@ from mlagents_plugins.offpolicy.settings import (
     non_negative_int,
     positive_float,
     positive_int,
+    strict_bool,
     unit_interval,
 )
 from mlagents_plugins.sac.settings import FastSACSettings
@@ -22,11 +23,6 @@ from mlagents_plugins.sac.settings import FastSACSettings
 def _non_negative_float(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
         _fail(attribute.name, value, "a finite number >= 0")
-
-
-def _bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    if not isinstance(value, bool):
-        _fail(attribute.name, value, "true or false")
 
 
 @attr.s(auto_attribs=True)
@@ -46,7 +42,7 @@ class MuZeroReprSettings(FastSACSettings):
     # 0: value/reward are one scalar (in h-space); S >= 1: categorical over the 2S+1 integer atoms -S..S.
     support_size: int = attr.ib(default=10, validator=non_negative_int)
     # Predict h(x) = sign(x)(sqrt(|x|+1)-1) + eps x instead of x (MuZero App. F); eps below.
-    value_transform: Any = attr.ib(default=True, validator=_bool)
+    value_transform: Any = attr.ib(default=True, validator=strict_bool)  # bool (Any: see strict_bool)
     value_transform_eps: float = attr.ib(default=0.001, validator=_non_negative_float)
     # Loss weights (MuZero Reanalyse uses 0.25 for the value).
     value_loss_weight: float = attr.ib(default=0.25, validator=_non_negative_float)
@@ -54,10 +50,10 @@ class MuZeroReprSettings(FastSACSettings):
     # Policy target = the action taken at that step (no MCTS here); 0 turns the policy loss off.
     policy_loss_weight: float = attr.ib(default=0.0, validator=_non_negative_float)
     # Train a head predicting "after a terminal" (absorbing) from the latent; its loss weight.
-    train_game_over: Any = attr.ib(default=False, validator=_bool)
+    train_game_over: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
     game_over_loss_weight: float = attr.ib(default=1.0, validator=_non_negative_float)
     # EfficientZero temporal consistency: predict h(o_{t+k}) from the unrolled latent s_k; its loss weight.
-    train_repr_prediction: Any = attr.ib(default=False, validator=_bool)
+    train_repr_prediction: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
     repr_prediction_loss_weight: float = attr.ib(default=2.0, validator=_non_negative_float)
     # Actions fed to the dynamics after an episode end: "repeat" the last one, or uniformly "random".
     actions_after_end: str = attr.ib(default="repeat")
@@ -75,7 +71,7 @@ class MuZeroReprSettings(FastSACSettings):
     random_shift_pad: int = attr.ib(default=0, validator=non_negative_int)
     # --- RL head ---
     # Let the RL (actor/critic) losses backpropagate into the representation (ALF default: off).
-    rl_gradient_to_repr: Any = attr.ib(default=False, validator=_bool)
+    rl_gradient_to_repr: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
     # Hidden units / layers of the actor and critics on top of the latent.
     head_hidden_units: int = attr.ib(default=128, validator=positive_int)
     head_num_layers: int = attr.ib(default=2, validator=positive_int)

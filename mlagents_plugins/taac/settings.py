@@ -15,14 +15,11 @@ from mlagents_plugins.offpolicy.settings import (
     non_negative_int,
     positive_float,
     positive_int,
+    strict_bool,
     unit_interval,
 )
 from mlagents_plugins.taac.trajectories import TrajectoryKind
 
-
-def _check_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    if not isinstance(value, bool):
-        _fail(attribute.name, value, "true or false")
 
 
 def _to_kind_name(value: Any) -> Any:
@@ -47,7 +44,7 @@ class TaacSettings(OffPolicyBaseSettings):
     trajectory: str = attr.ib(default=TrajectoryKind.CONSTANT.value, converter=_to_kind_name)
     # linear/quadratic only: the actor proposes the next action and the derivatives are inferred (true), or
     # it proposes the highest derivative directly (false).
-    inverse_mode: Any = attr.ib(default=True, validator=_check_bool)  # bool (Any: see offpolicy.settings.strict_bool)
+    inverse_mode: Any = attr.ib(default=True, validator=strict_bool)  # bool (Any: see offpolicy.settings.strict_bool)
     # Critics Q(s, tau) trained side by side; the minimum is used for the switch, the actor and the target.
     num_critic_replicas: int = attr.ib(default=2, validator=positive_int)
     # Polyak rate of the target critics: target <- (1 - rate) * target + rate * online ...
@@ -67,7 +64,7 @@ class TaacSettings(OffPolicyBaseSettings):
     # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).
     max_repeat_steps: int = attr.ib(default=0, validator=non_negative_int)
     # Start each episode from a uniformly random tau^- instead of zeros (exploration; off in the paper).
-    randomize_first_state_tau: Any = attr.ib(default=False, validator=_check_bool)  # bool
+    randomize_first_state_tau: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Length of the replayed windows the compare-through return runs along (>= 2); a batch holds
     # ceil(batch_size / mini_batch_length) windows.
     mini_batch_length: int = attr.ib(default=8)
