@@ -21,6 +21,7 @@ from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import NetworkSettings, RewardSignalType, TrainerSettings
 
+from mlagents_plugins.fast_kernels import fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.muzero import losses as L
 from mlagents_plugins.muzero.actor import MuZeroActor, latent_observation_spec
 from mlagents_plugins.muzero.networks import MuZeroModel, encode_actions, random_shift
@@ -120,22 +121,27 @@ class MuZeroReprOptimizer(TorchOptimizer):
             consistency_head=hp.train_repr_prediction,
             representation=self.actor.representation,
         ).to(self.device)
+        # Same function, one kernel (mlagents_plugins/fast_kernels.py); before the target copies are made.
+        fuse_swish_(self.actor)
+        fuse_swish_(self.model)
         self.target_model = copy.deepcopy(self.model)
         for p in self.target_model.parameters():
             p.requires_grad_(False)
-        self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate)
+        adam = fused_adam_kwargs(self.device)
+        self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate, **adam)
 
         # ---- SAC head on the latent ----
         head_settings = NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers)
         self.q_net = TwinQ(self.stream_names, [latent_observation_spec(hp.latent_size)], head_settings, self.action_spec)
         self.q_net.to(self.device)
+        fuse_swish_(self.q_net)
         self.target_q = self.q_net.make_target()
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
         rl_params = list(self.q_net.parameters()) + self.actor.head_parameters()
         if hp.rl_gradient_to_repr:
             rl_params += list(self.actor.representation.parameters())
-        self.rl_opt = torch.optim.Adam(rl_params, lr=hp.learning_rate)
-        self.temp_opt = torch.optim.Adam(self.temperatures.parameters(), lr=hp.learning_rate)
+        self.rl_opt = torch.optim.Adam(rl_params, lr=hp.learning_rate, **adam)
+        self.temp_opt = torch.optim.Adam(self.temperatures.parameters(), lr=hp.learning_rate, **adam)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
         self.target_entropy_disc = [hp.discrete_target_entropy_scale * float(np.log(n)) for n in self.branches]
         self.num_model_updates = 0

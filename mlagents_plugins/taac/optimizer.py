@@ -22,6 +22,7 @@ from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
+from mlagents_plugins.fast_kernels import fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.offpolicy.checkpoint_state import CheckpointState
 from mlagents_plugins.taac import losses, stats
 from mlagents_plugins.taac.networks import TaacActor, TaacCritic
@@ -58,6 +59,7 @@ class TaacOptimizer(TorchOptimizer):
         self.hyperparameters: TaacSettings = trainer_settings.hyperparameters  # type: ignore[assignment]
         h = self.hyperparameters
         self.actor: TaacActor = policy.actor
+        fuse_swish_(self.actor)  # same function, one kernel (mlagents_plugins/fast_kernels.py); before the target copy
         self.q_networks: TaacCritic = self.actor.critic
         self.stream_names = list(self.critic.stream_names)
         if self.stream_names != list(self.reward_signals.keys()):
@@ -74,10 +76,11 @@ class TaacOptimizer(TorchOptimizer):
         self.decay_learning_rate = ModelUtils.DecayedValue(
             h.learning_rate_schedule, h.learning_rate, 1e-10, trainer_settings.max_steps
         )
-        self.actor_optimizer = torch.optim.Adam(self.actor.actor_parameters(), lr=h.learning_rate)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=h.learning_rate)
+        adam = fused_adam_kwargs(default_device())
+        self.actor_optimizer = torch.optim.Adam(self.actor.actor_parameters(), lr=h.learning_rate, **adam)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=h.learning_rate, **adam)
         self.temperature_optimizer = torch.optim.Adam(
-            [self.actor.log_alpha_action, self.actor.log_alpha_switch], lr=h.learning_rate
+            [self.actor.log_alpha_action, self.actor.log_alpha_switch], lr=h.learning_rate, **adam
         )
         # Gradient updates taken (times the target updates: every ``target_update_period``-th one).
         self.num_updates = 0
