@@ -168,6 +168,12 @@ def main() -> Dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--updates", type=int, default=200, help="timed update steps per variant (default 200)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=40,
+        help="untimed updates first (default 40: covers fast_sac's one-off matmul-kernel choice and compile)",
+    )
     parser.add_argument("--rows", type=int, default=20000, help="transitions in the replay (default 20000)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = parser.parse_args()
@@ -188,6 +194,7 @@ def main() -> Dict[str, float]:
         ms = time_interleaved(
             {"builtin": builtin_step(builtin), "fast_sac": ours.update_once, "minimal": minimal_step(args.rows)},
             args.updates,
+            warmup=args.warmup,
         )
     ms_builtin, ms_ours, ms_minimal = ms["builtin"], ms["fast_sac"], ms["minimal"]
     result = {

@@ -15,14 +15,14 @@ ONNX contract are unchanged: the TorchScript exporter writes ``SiLU`` as ``Mul(x
 ML-Agents' opset 9, the very nodes ``Swish`` produced.
 """
 import contextlib
-import logging
 import time
 from typing import Dict, Iterator, Optional
 
+from mlagents_envs.logging_util import get_logger
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.torch_entities.layers import Swish
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # ML-Agents' logger: shown in mlagents-learn's output at --log-level
 
 
 class FusedSwish(nn.Module):
@@ -161,6 +161,11 @@ class MatmulKernelChooser:
         self.seconds: Dict[bool, list] = {False: [], True: []}
         #: None while still timing; then True (oneDNN) or False (default kernel)
         self.use_onednn: Optional[bool] = None if self.active else False
+
+    @property
+    def decided(self) -> bool:
+        """True once the kernel is fixed for the run (immediately when there is nothing to choose)."""
+        return self.use_onednn is not None
 
     def _decide(self) -> None:
         med = {k: sorted(v)[len(v) // 2] for k, v in self.seconds.items()}

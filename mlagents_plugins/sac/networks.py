@@ -7,7 +7,7 @@ heads with one output per action (``A = sum(branches)``).  Unlike ML-Agents' SAC
 network: the target is computed from Polyak-averaged copies of both Q networks (SAC-2, Haarnoja et al. 2018b).
 """
 import copy
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.settings import NetworkSettings
@@ -36,17 +36,44 @@ class TwinQ(nn.Module):
         return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)
 
     def forward(
-        self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None
-    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None, first_only: bool = False
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """(Q1, Q2) as [B, S, A]; Q2 is None with ``first_only``."""
         b = obs[0].shape[0]
         q1, _ = self.q1(obs, actions=cont_actions)
+        if first_only:
+            return self._stack(q1, b), None
         q2, _ = self.q2(obs, actions=cont_actions)
         return self._stack(q1, b), self._stack(q2, b)
 
     def first(self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None) -> torch.Tensor:
         """Q1 alone as [B, S, A] (the actor's objective, as in TD3 and ML-Agents' SAC)."""
-        q1, _ = self.q1(obs, actions=cont_actions)
-        return self._stack(q1, obs[0].shape[0])
+        return self(obs, cont_actions, first_only=True)[0]
+
+    def frozen(
+        self, obs: List[torch.Tensor], cont_actions: torch.Tensor, first_only: bool = False
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """``forward`` with no gradient reaching any critic weight, only the inputs (the actor's actions), so
+        the actor loss can share one backward pass with the critic loss.
+
+        Eagerly the parameters' ``requires_grad`` is switched off for the call (cheapest).  Under
+        ``torch.compile``, where flipping flags breaks the graph, the same is done by calling the module with
+        detached parameters (``torch.func.functional_call``).
+        """
+        if _is_compiling():
+            from torch.func import functional_call  # torch >= 2.0, as torch.compile itself
+
+            tensors = {name: p.detach() for name, p in self.named_parameters()}
+            tensors.update(dict(self.named_buffers()))
+            return functional_call(self, tensors, (obs, cont_actions), {"first_only": first_only})
+        params = [p for p in self.parameters() if p.requires_grad]
+        for p in params:
+            p.requires_grad_(False)
+        try:
+            return self(obs, cont_actions, first_only=first_only)
+        finally:
+            for p in params:
+                p.requires_grad_(True)
 
     def copy_normalization_from(self, body) -> None:
         self.q1.network_body.copy_normalization(body)
@@ -58,6 +85,11 @@ class TwinQ(nn.Module):
         for p in target.parameters():
             p.requires_grad_(False)
         return target
+
+
+def _is_compiling() -> bool:
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
 
 
 class Temperatures(nn.Module):

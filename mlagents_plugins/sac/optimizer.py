@@ -21,6 +21,7 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
+from mlagents_plugins.compiled_step import CompiledStep
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.sac import losses as L
 from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
@@ -103,6 +104,8 @@ class FastSACOptimizer(TorchOptimizer):
         self._normalize = policy.network_settings.normalize
         use_min = hp.actor_min_q if hp.actor_min_q is not None else len(self.branches) > 0
         self.actor_q1_only = not use_min
+        # Forward passes and losses, compiled when ``compile_update`` (parameters are updated outside it).
+        self.loss_step = CompiledStep(self._total_loss, hp.compile_update, "fast_sac update")
 
     @property
     def critic(self):
@@ -162,14 +165,9 @@ class FastSACOptimizer(TorchOptimizer):
             # action's value; detached, the actor loss reaches the actor only (and a second pass is saved).
             q_pi = (q1_all if self.actor_q1_only else torch.minimum(q1_all, q2_all)).detach()
         else:
-            # Critic weights frozen for the actor's Q evaluation: the actor loss reaches the actor only.
-            for p in self._q_params:
-                p.requires_grad_(False)
-            try:
-                q_pi = self.q.first(batch.obs, a_pi) if self.actor_q1_only else torch.minimum(*self.q(batch.obs, a_pi))
-            finally:
-                for p in self._q_params:
-                    p.requires_grad_(True)
+            # Critic weights detached for the actor's Q evaluation: the actor loss reaches the actor only.
+            q_pi1, q_pi2 = self.q.frozen(batch.obs, a_pi, first_only=self.actor_q1_only)
+            q_pi = q_pi1 if q_pi2 is None else torch.minimum(q_pi1, q_pi2)
         pi_loss = L.policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, self.branches)
         target_disc = self.target_entropy_disc
         if self.branches and batch.action_mask is not None:
@@ -183,15 +181,21 @@ class FastSACOptimizer(TorchOptimizer):
                 entropy = entropy - L.branch_sums(lp_d.exp() * lp_d, self.branches).sum(dim=1).mean()
         return SACLosses(q1_loss, q2_loss, pi_loss, ent_loss, td_abs, q1.detach().mean(), entropy)
 
+    def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
+        out = self.compute_losses(batch)
+        return out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss, out
+
     def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One fused SAC step. Returns (stats, |TD error| [B] for replay priorities)."""
         with self.matmul_kernels.scope():
-            out = self.compute_losses(batch)
+            # Compiled only once the matmul kernel is chosen: the kernel switch is global state that torch.compile
+            # guards on, so compiling while the chooser alternates would compile twice.
+            total, out = (self.loss_step if self.matmul_kernels.decided else self._total_loss)(batch)
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
             for g in self.adam.param_groups:
                 g["lr"] = lr
             self.adam.zero_grad(set_to_none=True)
-            (out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss).backward()
+            total.backward()
             self.adam.step()
             polyak_update_(self._q_params, self._q_target_params, self.tau)
 

@@ -46,6 +46,10 @@ class FastSACSettings(OffPolicyBaseSettings):
     # and faster than the default (MKL) kernel - about 2x on AVX-512 AMD processors; no effect elsewhere or
     # on CUDA.  false = always the default kernel.  See mlagents_plugins/fast_kernels.py.
     fast_cpu_matmul: Any = attr.ib(default=True, validator=strict_bool)  # bool
+    # Compile the update's forward passes and losses with torch.compile (same math, elementwise ops fused):
+    # ~1.4x faster updates at 2x256 after a one-off 10-30 s compile on the first update.  Falls back to eager,
+    # with a warning, where compiling fails (e.g. no C++ compiler).  See mlagents_plugins/compiled_step.py.
+    compile_update: Any = attr.ib(default=True, validator=strict_bool)  # bool
 
     @continuous_target_entropy_scale.validator
     def _check_cont_scale(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -1,0 +1,106 @@
+"""``compile_update``: the compiled loss step computes what the eager one does, routes gradients the same way,
+and falls back to eager (with a warning) when compiling fails."""
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import make_spec, make_trainer, make_trajectory
+from mlagents_plugins import compiled_step
+from mlagents_plugins.compiled_step import CompiledStep
+
+
+def _filled_trainer(tmp_path, **spec_kw):
+    spec = make_spec(**spec_kw)
+    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6, actor_min_q=True)
+    rng = np.random.default_rng(3)
+    for i in range(4):
+        trainer._process_trajectory(make_trajectory(spec, 9, rng, done=i % 2 == 0))
+    return trainer
+
+
+def _nonzero(grads):
+    return [g is not None and bool(torch.any(g != 0)) for g in grads]
+
+
+def test_compiled_losses_and_gradients_match_eager_and_actor_loss_reaches_only_the_actor(tmp_path, monkeypatch):
+    """Hybrid actions with masks and the twin-min actor objective: every code path of ``compute_losses``."""
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    # Inductor draws random numbers from its own generator; with fallback_random it uses ATen's, so the same
+    # seed gives the eager draws and the comparison is exact up to rounding.
+    monkeypatch.setattr(inductor_config, "fallback_random", True)
+    trainer = _filled_trainer(tmp_path, cont=2, branches=(3, 2))
+    opt = trainer.optimizer
+    batch = trainer.sample_batch()
+    actor = [p for p in opt.policy.actor.parameters() if p.requires_grad]
+    critic = opt._q_params
+    params = actor + critic + list(opt.temperatures.parameters())
+
+    step = CompiledStep(opt._total_loss, True, "test")
+    results = []
+    for fn in (opt._total_loss, step):
+        torch.manual_seed(21)
+        total, out = fn(batch)
+        results.append((total, out, torch.autograd.grad(total, params, retain_graph=True, allow_unused=True)))
+    assert step.mode == "compiled", step.error
+    (te, oe, ge), (tc, oc, gc) = results
+    torch.testing.assert_close(tc, te, rtol=1e-4, atol=1e-5)
+    for name in ("q1_loss", "q2_loss", "policy_loss", "temperature_loss", "td_abs", "q_mean", "entropy"):
+        torch.testing.assert_close(getattr(oc, name), getattr(oe, name), rtol=1e-4, atol=1e-5, msg=name)
+    for x, y in zip(gc, ge):
+        assert (x is None) == (y is None)
+        if x is not None:
+            torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-5)
+    # Gradient routing through the compiled graph: Q values at the actor's actions use detached critic weights.
+    pi_actor = torch.autograd.grad(oc.policy_loss, actor, retain_graph=True, allow_unused=True)
+    pi_critic = torch.autograd.grad(oc.policy_loss, critic, retain_graph=True, allow_unused=True)
+    q_actor = torch.autograd.grad(oc.q1_loss + oc.q2_loss, actor, retain_graph=True, allow_unused=True)
+    assert any(_nonzero(pi_actor))
+    assert not any(_nonzero(pi_critic))
+    assert not any(_nonzero(q_actor))
+
+
+def test_failed_compile_warns_once_and_continues_eagerly(monkeypatch, caplog):
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    calls = []
+
+    def broken_compile(fn, **kwargs):
+        def run(*args):
+            calls.append(args)
+            raise RuntimeError("Compiler: cl is not found")
+
+        return run
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    step = CompiledStep(lambda x: x * 3 - 1, True, "demo update")
+    assert step.mode == "compiled"
+    with caplog.at_level(logging.WARNING, logger=compiled_step.logger.name):
+        assert step(torch.tensor(2.0)).item() == 5.0
+        assert step(torch.tensor(-4.0)).item() == -13.0
+    assert len(calls) == 1  # not retried after the failure
+    assert step.mode == "eager (compile failed)"
+    assert "cl is not found" in step.error
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "demo update" in warnings[0] and "cl is not found" in warnings[0]
+
+
+@pytest.mark.parametrize("value", ["0", "false", "off"])
+def test_environment_switch_turns_compiling_off(monkeypatch, value):
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, value)
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: compiled.append(fn) or fn)
+    step = CompiledStep(lambda x: x + 1, True, "x")
+    assert step.mode == "eager" and not compiled
+    assert step(torch.tensor(1.0)).item() == 2.0
+
+
+def test_setting_off_never_compiles(tmp_path, monkeypatch):
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    spec = make_spec(cont=2)
+    trainer = make_trainer(spec, tmp_path, batch_size=8, compile_update=False)
+    assert trainer.optimizer.loss_step.mode == "eager"
+    trainer_on = make_trainer(spec, tmp_path / "on", batch_size=8)
+    assert trainer_on.optimizer.loss_step.mode == "compiled"  # the default
