@@ -105,7 +105,10 @@ class FastSACOptimizer(TorchOptimizer):
         use_min = hp.actor_min_q if hp.actor_min_q is not None else len(self.branches) > 0
         self.actor_q1_only = not use_min
         # Forward passes and losses, compiled when ``compile_update`` (parameters are updated outside it).
-        self.loss_step = CompiledStep(self._total_loss, hp.compile_update, "fast_sac update")
+        compile_update = hp.compile_update
+        if compile_update is None:  # automatic: vector observations only (see FastSACSettings.compile_update)
+            compile_update = all(len(s.shape) == 1 for s in policy.behavior_spec.observation_specs)
+        self.loss_step = CompiledStep(self._total_loss, compile_update, "fast_sac update")
 
     @property
     def critic(self):

@@ -97,10 +97,13 @@ def test_environment_switch_turns_compiling_off(monkeypatch, value):
     assert step(torch.tensor(1.0)).item() == 2.0
 
 
-def test_setting_off_never_compiles(tmp_path, monkeypatch):
+def test_compile_setting_automatic_false_and_true(tmp_path, monkeypatch):
+    """null (default): compiled for vector observations only; false: never; true: also with a camera."""
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
-    spec = make_spec(cont=2)
-    trainer = make_trainer(spec, tmp_path, batch_size=8, compile_update=False)
-    assert trainer.optimizer.loss_step.mode == "eager"
-    trainer_on = make_trainer(spec, tmp_path / "on", batch_size=8)
-    assert trainer_on.optimizer.loss_step.mode == "compiled"  # the default
+    vector = make_spec(obs_shapes=((5,), (3,)), cont=2)
+    camera = make_spec(obs_shapes=((3, 20, 20), (2,)), cont=0, branches=(3,))
+    assert make_trainer(vector, tmp_path / "a", batch_size=8).optimizer.loss_step.mode == "compiled"
+    assert make_trainer(camera, tmp_path / "b", batch_size=8).optimizer.loss_step.mode == "eager"
+    assert make_trainer(vector, tmp_path / "c", batch_size=8, compile_update=False).optimizer.loss_step.mode == "eager"
+    forced = make_trainer(camera, tmp_path / "d", batch_size=8, compile_update=True)
+    assert forced.optimizer.loss_step.mode == "compiled"
