@@ -27,6 +27,7 @@ SETTINGS = dict(
     per_beta="no work: prioritized_replay false",
     per_epsilon="no work: prioritized_replay false",
     fast_cpu_matmul=FAST_CPU_MATMUL,
+    compile_update="no work: how the same losses are executed (torch.compile); the minimal loop runs eagerly",
 )
 
 

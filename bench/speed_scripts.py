@@ -4,7 +4,8 @@
 counterpart; torch threads 1 and 2 inside one process) runs once and gives the report's "Speed" table.
 ``bench/sac_speed.py`` (built-in sac vs fast_sac vs a textbook SAC loop, and replay memory) and
 ``bench/impala_speed.py`` (impala vs ppo learning runs: steps/s, steps to threshold) run at torch threads
-1 and 2 (``OMP_NUM_THREADS``, plus ``--threads N`` when the script's ``--help``
+1 and 2; ``bench/learn_speed.py`` (env steps/s of sac vs fast_sac through real mlagents-learn, issue #3's
+8-agent setup) runs once (``OMP_NUM_THREADS``, plus ``--threads N`` when the script's ``--help``
 offers it; ``--json`` likewise); ``bench/replay_io.py`` runs once.  JSON output is parsed; anything else
 is kept as text.  A script that does not exist yet is reported as missing, never replaced.
 """
@@ -22,7 +23,8 @@ THREADED = ("sac_speed.py", "impala_speed.py")
 #: smaller workloads for --quick, passed only when the script's --help offers the option
 QUICK_ARGS = {UPDATE_SPEED: ["--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"],
               "sac_speed.py": ["--updates", "50"], "impala_speed.py": ["--steps", "10000"],
-              "replay_io.py": ["--repeats", "1"]}
+              "replay_io.py": ["--repeats", "1"], "learn_speed.py": ["--pairs", "1", "--steps", "4000"]}
+LEARN_SPEED = "learn_speed.py"
 
 
 def parse_output(text: str) -> Optional[Any]:
@@ -100,6 +102,8 @@ def run_speed(replay_rows: int, timeout_s: int, quick: bool = False, log=print) 
             entries.append(run_script(name, QUICK_ARGS[name] if quick else [], threads, timeout_s))
             if entries[-1].get("missing"):
                 break
+    log(f"[speed] {LEARN_SPEED} (mlagents-learn, sac vs fast_sac, issue #3's 8-agent setup) ...")
+    entries.append(run_script(LEARN_SPEED, QUICK_ARGS[LEARN_SPEED] if quick else [], None, timeout_s))
     log("[speed] replay_io.py ...")
     replay_args = ["--rows", str(replay_rows)] + (QUICK_ARGS["replay_io.py"] if quick else ["--repeats", "3"])
     entries.append(run_script("replay_io.py", replay_args, None, timeout_s))

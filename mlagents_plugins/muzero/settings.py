@@ -75,6 +75,13 @@ class MuZeroReprSettings(FastSACSettings):
     # Hidden units / layers of the actor and critics on top of the latent.
     head_hidden_units: int = attr.ib(default=128, validator=positive_int)
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
+    # fast_sac's torch.compile switch; muzero_repr's update is not compiled, so only null (unset) is accepted.
+    compile_update: Any = attr.ib(default=None)
+
+    @compile_update.validator
+    def _check_compile_update(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value is not None:
+            _fail(attribute.name, value, "left unset (null): muzero_repr does not compile its update, only fast_sac")
 
     @actions_after_end.validator
     def _check_actions_after_end(self, attribute: "attr.Attribute", value: Any) -> None:

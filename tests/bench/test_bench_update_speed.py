@@ -296,3 +296,34 @@ def test_bench_prints_the_speed_table(capsys):
                        {"name": "update_speed.py", "json": {"speed_rows": rows}}])
     out = capsys.readouterr().out
     assert "| **impala** | 2 | 4.00 | 2.00 | 2.00 | ppo | 8.00 | 0.50 |" in out and out.count("| **") == 1
+
+
+def test_speed_section_runs_learn_speed_once(monkeypatch):
+    from bench import speed_scripts
+
+    seen = []
+    monkeypatch.setattr(speed_scripts, "run_script",
+                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
+    speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
+    assert seen.count(("learn_speed.py", ("--pairs", "1", "--steps", "4000"), None)) == 1
+
+
+def test_learn_speed_gives_both_trainers_the_same_settings():
+    """The env-steps/s comparison is only fair if sac and fast_sac share every setting but the trainer type."""
+    from mlagents.trainers.settings import RunOptions
+
+    from bench.learn_speed import BEHAVIOR, config
+
+    built = {}
+    for trainer in ("sac", "fast_sac"):
+        cfg = config(trainer, steps=5000, summary=500, hidden=256, batch=256, threaded=False)
+        settings = RunOptions.from_dict(cfg).behaviors[BEHAVIOR]
+        assert settings.trainer_type == trainer
+        built[trainer] = settings
+    sac, ours = built["sac"], built["fast_sac"]
+    for name in ("batch_size", "buffer_size", "buffer_init_steps", "steps_per_update", "learning_rate", "tau",
+                 "init_entcoef"):
+        assert getattr(sac.hyperparameters, name) == getattr(ours.hyperparameters, name), name
+    assert sac.hyperparameters.batch_size == 256 and sac.hyperparameters.steps_per_update == 2.0
+    assert sac.network_settings == ours.network_settings and ours.network_settings.hidden_units == 256
+    assert (sac.max_steps, sac.time_horizon, sac.threaded) == (ours.max_steps, ours.time_horizon, ours.threaded)
