@@ -58,6 +58,7 @@ class CompiledStep:
             self._compiled = torch.compile(fn, dynamic=False)
         self.mode = "compiled" if self._compiled is not None else "eager"
         self._announced = False
+        self._backward_ok = False  # a compiled backward has run once (it is compiled lazily, on first use)
 
     def __call__(self, *args: Any) -> Any:
         compiled = self._compiled
@@ -73,15 +74,41 @@ class CompiledStep:
             logger.info("%s: compiled in %.1f s", self.name, time.perf_counter() - start)
             return result
         except Exception as exc:  # any compiler/toolchain failure: keep training, eagerly
-            with self._lock:
-                if self._compiled is not None:
-                    self._compiled = None
-                    self.mode = "eager (compile failed)"
-                    self.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-                    logger.warning(
-                        "%s: torch.compile failed (%s); continuing without compiling (same math, slower). "
-                        "Set compile_update: false to skip the attempt.",
-                        self.name,
-                        self.error,
-                    )
+            self._give_up(exc)
             return self._fn(*args)
+
+    def forward_backward(self, zero_grad: Callable[[], None], *args: Any) -> Any:
+        """``result = self(*args)``, then ``result[0].backward()``; returns ``result``.
+
+        AOTAutograd compiles the backward graph lazily, on its first use, so a toolchain failure can also
+        surface there: then gradients are cleared with ``zero_grad`` and the step is redone eagerly, once.
+        """
+        checking = self._compiled is not None and not self._backward_ok
+        result = self(*args)
+        if not checking or self._compiled is None:
+            result[0].backward()
+            return result
+        try:
+            result[0].backward()
+        except Exception as exc:  # compiled backward failed on first use: redo this step eagerly
+            self._give_up(exc)
+            zero_grad()
+            result = self._fn(*args)
+            result[0].backward()
+            return result
+        self._backward_ok = True
+        return result
+
+    def _give_up(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._compiled is None:
+                return
+            self._compiled = None
+            self.mode = "eager (compile failed)"
+            self.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            logger.warning(
+                "%s: torch.compile failed (%s); continuing without compiling (same math, slower). "
+                "Set compile_update: false to skip the attempt.",
+                self.name,
+                self.error,
+            )

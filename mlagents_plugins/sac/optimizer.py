@@ -188,17 +188,23 @@ class FastSACOptimizer(TorchOptimizer):
         out = self.compute_losses(batch)
         return out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss, out
 
+    def _zero_grad(self) -> None:
+        self.adam.zero_grad(set_to_none=True)
+
     def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One fused SAC step. Returns (stats, |TD error| [B] for replay priorities)."""
         with self.matmul_kernels.scope():
             # Compiled only once the matmul kernel is chosen: the kernel switch is global state that torch.compile
             # guards on, so compiling while the chooser alternates would compile twice.
-            total, out = (self.loss_step if self.matmul_kernels.decided else self._total_loss)(batch)
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
             for g in self.adam.param_groups:
                 g["lr"] = lr
             self.adam.zero_grad(set_to_none=True)
-            total.backward()
+            if self.matmul_kernels.decided:
+                _, out = self.loss_step.forward_backward(self._zero_grad, batch)
+            else:
+                total, out = self._total_loss(batch)
+                total.backward()
             self.adam.step()
             polyak_update_(self._q_params, self._q_target_params, self.tau)
 

@@ -107,3 +107,40 @@ def test_compile_setting_automatic_false_and_true(tmp_path, monkeypatch):
     assert make_trainer(vector, tmp_path / "c", batch_size=8, compile_update=False).optimizer.loss_step.mode == "eager"
     forced = make_trainer(camera, tmp_path / "d", batch_size=8, compile_update=True)
     assert forced.optimizer.loss_step.mode == "compiled"
+
+
+def test_compiled_backward_failing_on_first_use_redoes_the_step_eagerly(monkeypatch, caplog):
+    """AOTAutograd compiles the backward lazily: a toolchain failure there must not lose the step."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+
+    class BrokenBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise RuntimeError("InductorError: C++ compile error in backward")
+
+    def fake_compile(fn, **kwargs):
+        return lambda w: (BrokenBackward.apply(fn(w)[0]), "compiled")
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    w = torch.tensor([1.5, -2.0], requires_grad=True)
+    step = CompiledStep(lambda p: ((p ** 2 * torch.tensor([1.0, 3.0])).sum(), "eager"), True, "demo update")
+    zeroed = []
+
+    def zero_grad():
+        zeroed.append(True)
+        w.grad = None
+
+    with caplog.at_level(logging.WARNING, logger=compiled_step.logger.name):
+        _, which = step.forward_backward(zero_grad, w)
+    assert which == "eager" and zeroed == [True]
+    torch.testing.assert_close(w.grad, torch.tensor([3.0, -12.0]))  # d/dw (w0^2 + 3 w1^2), by hand
+    assert step.mode == "eager (compile failed)" and "backward" in step.error
+    assert sum("demo update" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING) == 1
+    w.grad = None
+    _, which = step.forward_backward(zero_grad, w)  # later steps: eager, no retry
+    assert which == "eager" and zeroed == [True]
+    torch.testing.assert_close(w.grad, torch.tensor([3.0, -12.0]))
