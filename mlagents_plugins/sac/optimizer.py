@@ -6,8 +6,9 @@ the actor loss moves only the actor; with discrete-only actions Q(s, .) does not
 first pass's detached values are reused), then a *single* backward of ``critic + actor + temperature`` losses and
 a single (fused) Adam step over three parameter groups, and one fused Polyak update.  On CPU the update's
 matmuls use oneDNN's fp32 kernel where it is exact and, timed on the first updates, faster
-(``fast_cpu_matmul``), and the
-networks use a fused Swish (``mlagents_plugins/fast_kernels.py``).  Built-in SAC runs three
+(``fast_cpu_matmul``), the networks use a fused Swish (``mlagents_plugins/fast_kernels.py``), and for
+vector observations the forward passes and losses run through ``torch.compile`` (``compile_update``,
+``mlagents_plugins/compiled_step.py``), which fuses their elementwise ops.  Built-in SAC runs three
 backward passes and three optimizers and also trains a V network; that and its per-update AgentBuffer
 conversions are most of the speed difference.
 """
