@@ -6,13 +6,13 @@ observations, 2 continuous actions) with ``--num-areas`` 2 x 4 agents = 8 agents
 with the same settings (below; ``--hidden``/``--batch`` change them), ``threaded`` as ML-Agents' default (false)
 unless ``--threaded``.
 
-Runs alternate sac, fast_sac, sac, fast_sac ... (``--pairs``), each its own ``mlagents-learn`` process and stand-in.
+Runs alternate sac, fast_sac, sac, fast_sac ... (``--pairs``, default 3), each its own ``mlagents-learn`` process and stand-in.
 Steps per second come from mlagents-learn's console summaries: (last step - first step) / (last time - first
 time), the first summary being at ``--skip`` steps, i.e. after start-up, ``buffer_init_steps`` and fast_sac's
 one-off compile; start-up seconds (time of that first summary) and total wall time are reported too.  The
 share of time spent updating is from ``run_logs/timers.json`` (``_update_policy``).
 
-Usage: ``python bench/learn_speed.py [--pairs 2] [--steps 6000] [--json]``.
+Usage: ``python bench/learn_speed.py [--pairs 3] [--steps 6000] [--json]``.
 """
 import argparse
 import json
@@ -103,7 +103,7 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
 
 def main() -> Dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--pairs", type=int, default=2, help="sac/fast_sac run pairs, alternating (default 2)")
+    p.add_argument("--pairs", type=int, default=3, help="sac/fast_sac run pairs, alternating (default 3)")
     p.add_argument("--steps", type=int, default=6000, help="max_steps of every run (default 6000)")
     p.add_argument("--summary", type=int, default=1000, help="summary_freq (default 1000)")
     p.add_argument("--skip", type=int, default=2000, help="first summary step counted (default 2000)")
