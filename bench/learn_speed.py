@@ -6,7 +6,8 @@ observations, 2 continuous actions) with ``--num-areas`` 2 x 4 agents = 8 agents
 with the same settings (below; ``--hidden``/``--batch`` change them), ``threaded`` as ML-Agents' default (false)
 unless ``--threaded``.
 
-Runs alternate sac, fast_sac, sac, fast_sac ... (``--pairs``, default 3), each its own ``mlagents-learn`` process and stand-in.
+Runs alternate sac, fast_sac, sac, fast_sac ... (``--pairs``, default 3), each its own ``mlagents-learn``
+process and stand-in.
 Steps per second come from mlagents-learn's console summaries: (last step - first step) / (last time - first
 time), the first summary being at ``--skip`` steps, i.e. after start-up, ``buffer_init_steps`` and fast_sac's
 one-off compile; start-up seconds (time of that first summary) and total wall time are reported too.  The
