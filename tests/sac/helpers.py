@@ -92,3 +92,13 @@ def make_trainer(
     policy = trainer.create_policy(behavior_id, spec)
     trainer.add_policy(behavior_id, policy)
     return trainer
+
+
+def filled_trainer(tmp_path, actor_min_q=False, rng_seed: int = 1, **spec_kw) -> FastSACTrainer:
+    """A trainer (batch 16, never updating on its own) with 4 short trajectories in its replay."""
+    spec = make_spec(**spec_kw)
+    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6, actor_min_q=actor_min_q)
+    rng = np.random.default_rng(rng_seed)
+    for i in range(4):
+        trainer._process_trajectory(make_trajectory(spec, 9, rng, done=i % 2 == 0))
+    return trainer

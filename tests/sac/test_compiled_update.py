@@ -2,22 +2,16 @@
 and falls back to eager (with a warning) when compiling fails."""
 import logging
 
-import numpy as np
 import pytest
 import torch
 
-from helpers import make_spec, make_trainer, make_trajectory
+from helpers import filled_trainer, make_spec, make_trainer
 from mlagents_plugins import compiled_step
 from mlagents_plugins.compiled_step import CompiledStep
 
 
 def _filled_trainer(tmp_path, **spec_kw):
-    spec = make_spec(**spec_kw)
-    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6, actor_min_q=True)
-    rng = np.random.default_rng(3)
-    for i in range(4):
-        trainer._process_trajectory(make_trajectory(spec, 9, rng, done=i % 2 == 0))
-    return trainer
+    return filled_trainer(tmp_path, actor_min_q=True, rng_seed=3, **spec_kw)
 
 
 def _nonzero(grads):

@@ -3,16 +3,11 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import make_spec, make_trainer, make_trajectory
+from helpers import filled_trainer
 
 
 def _filled_trainer(tmp_path, actor_min_q=False, **spec_kw):
-    spec = make_spec(**spec_kw)
-    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6, actor_min_q=actor_min_q)
-    rng = np.random.default_rng(1)
-    for i in range(4):
-        trainer._process_trajectory(make_trajectory(spec, 9, rng, done=i % 2 == 0))
-    return trainer
+    return filled_trainer(tmp_path, actor_min_q=actor_min_q, **spec_kw)
 
 
 def _grads(loss, params):
