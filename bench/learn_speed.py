@@ -31,6 +31,7 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from bench.runner import UPDATE_TIMER, _sum_named_dict, parse_console  # noqa: E402
+from bench.speed import print_result  # noqa: E402
 from mlagents_plugins.testing.ports import free_base_port  # noqa: E402
 
 BEHAVIOR = "Balance"
@@ -146,11 +147,7 @@ def main() -> Dict[str, Any]:
                                       / statistics.median(r["wall_s"] for r in per["fast_sac"]), 2),
         final_mean_reward=" ".join(f"{r['trainer']}:{r['final_mean_reward']:.2f}" for r in runs),
     )
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for k, v in result.items():
-            print(f"{k:24s} {v}")
+    print_result(result, args.json, width=24)
     return result
 
 

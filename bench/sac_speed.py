@@ -17,7 +17,6 @@ Usage: ``python bench/sac_speed.py [--threads N] [--updates K] [--rows R] [--jso
 run, so they compare like with like on the same (possibly shared) machine.
 """
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -180,7 +179,7 @@ def main() -> Dict[str, float]:
 
     import torch
 
-    from bench.speed import time_interleaved
+    from bench.speed import print_result, time_interleaved
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -211,11 +210,7 @@ def main() -> Dict[str, float]:
         "fast_sac_replay_bytes": ours_bytes,
         "memory_ratio_builtin_over_fast_sac": round(builtin_bytes / max(1, ours_bytes), 2),
     }
-    if args.json:
-        print(json.dumps(result))
-    else:
-        for k, v in result.items():
-            print(f"{k:40s} {v}")
+    print_result(result, args.json, width=40)
     return result
 
 

@@ -8,8 +8,10 @@
   would build it from ``configs/<trainer>_balance.yaml``, wired to a policy but not to an environment.
 * ``optimized_parameters`` / ``BackwardCounter``: what an update trains and how many backward passes it
   makes, so a minimal loop can be checked to do the same work as the trainer it is compared with.
+* ``print_result``: a script's flat result as one JSON line (``--json``, read by the bench) or a table.
 """
 import copy
+import json
 import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence
@@ -41,6 +43,14 @@ def time_interleaved(steps: Dict[str, Callable[[], None]], updates: int, warmup:
                 step()
             ms[name].append((time.perf_counter() - t0) / per_block * 1000.0)
     return {k: float(np.median(v)) for k, v in ms.items()}
+
+
+def print_result(result: Dict[str, object], as_json: bool, width: int = 40) -> None:
+    if as_json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:{width}s} {value}")
 
 
 def balance_spec():
