@@ -38,17 +38,14 @@ class TwinQ(nn.Module):
     def forward(
         self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None, first_only: bool = False
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """(Q1, Q2) as [B, S, A]; Q2 is None with ``first_only``."""
+        """(Q1, Q2) as [B, S, A]; Q2 is None with ``first_only`` (Q1 alone: the actor's objective, as in TD3 and
+        ML-Agents' SAC)."""
         b = obs[0].shape[0]
         q1, _ = self.q1(obs, actions=cont_actions)
         if first_only:
             return self._stack(q1, b), None
         q2, _ = self.q2(obs, actions=cont_actions)
         return self._stack(q1, b), self._stack(q2, b)
-
-    def first(self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None) -> torch.Tensor:
-        """Q1 alone as [B, S, A] (the actor's objective, as in TD3 and ML-Agents' SAC)."""
-        return self(obs, cont_actions, first_only=True)[0]
 
     def frozen(
         self, obs: List[torch.Tensor], cont_actions: torch.Tensor, first_only: bool = False

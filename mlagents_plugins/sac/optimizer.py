@@ -195,12 +195,12 @@ class FastSACOptimizer(TorchOptimizer):
     def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One fused SAC step. Returns (stats, |TD error| [B] for replay priorities)."""
         with self.matmul_kernels.scope():
-            # Compiled only once the matmul kernel is chosen: the kernel switch is global state that torch.compile
-            # guards on, so compiling while the chooser alternates would compile twice.
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
             for g in self.adam.param_groups:
                 g["lr"] = lr
             self.adam.zero_grad(set_to_none=True)
+            # Compiled only once the matmul kernel is chosen: the kernel switch is global state that torch.compile
+            # guards on, so compiling while the chooser alternates would compile twice.
             if self.matmul_kernels.decided:
                 _, out = self.loss_step.forward_backward(self._zero_grad, batch)
             else:
