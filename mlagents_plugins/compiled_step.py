@@ -21,7 +21,6 @@ update (a cached graph on later runs is quicker) and pays back after a few thous
 debugging and for test suites that create many short-lived trainers.
 """
 import os
-import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -50,7 +49,6 @@ class CompiledStep:
         self._fn = fn
         self.name = name
         self.error: Optional[str] = None
-        self._lock = threading.Lock()
         self._compiled: Optional[Callable[..., Any]] = None
         if enabled and compile_allowed_by_env() and hasattr(torch, "compile"):
             # dynamic=False: batch shapes are fixed per run; a changed shape recompiles rather than
@@ -100,15 +98,14 @@ class CompiledStep:
         return result
 
     def _give_up(self, exc: BaseException) -> None:
-        with self._lock:
-            if self._compiled is None:
-                return
-            self._compiled = None
-            self.mode = "eager (compile failed)"
-            self.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-            logger.warning(
-                "%s: torch.compile failed (%s); continuing without compiling (same math, slower). "
-                "Set compile_update: false to skip the attempt.",
-                self.name,
-                self.error,
-            )
+        if self._compiled is None:
+            return
+        self._compiled = None
+        self.mode = "eager (compile failed)"
+        self.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        logger.warning(
+            "%s: torch.compile failed (%s); continuing without compiling (same math, slower). "
+            "Set compile_update: false to skip the attempt.",
+            self.name,
+            self.error,
+        )
