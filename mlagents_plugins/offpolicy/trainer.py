@@ -23,7 +23,8 @@ the ratio on exactly; without a saved buffer they are re-derived from the step (
 
 Replay persistence (``save_replay_buffer: true``): saved into the run's behavior folder at every checkpoint
 and at exit, loaded on ``--resume``.  A missing file gives a warning naming the path; a corrupt or mismatching
-file stops the run with the loader's error, never silently replaced by an empty buffer.
+file stops the run with the loader's error (``ReplayResumeError``, saying what the user can do), and that
+run then saves nothing on its way out, so the file stays byte-identical, never replaced by an empty buffer.
 """
 import abc
 import os
@@ -51,6 +52,7 @@ from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
+from mlagents_plugins.replay.errors import ReplayFileError, ReplayResumeError, resume_failure_message
 from mlagents_plugins.torch_device import bind_thread_to_default_device
 from mlagents_plugins.trainer_checks import reject_recurrent_policy
 from mlagents_plugins.replay.specs import FieldSpec
@@ -92,6 +94,9 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         self.num_updates = 0
         self.num_reward_signal_updates = 0
         self.checkpoint_replay_buffer = self.hyperparameters.save_replay_buffer
+        # Set when loading the replay buffer (or checking it) failed in ``add_policy``: the run is about to
+        # stop, and nothing it would save on the way out (models, replay) may replace the files it loaded.
+        self.load_failure: Optional[str] = None
 
     # ------------------------------------------------------------------ subclass interface
     def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
@@ -162,7 +167,15 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         # Without saved counters, assume the ratio was kept before (ML-Agents' behaviour on resume).
         self.num_updates = self._updates_due(self.hyperparameters.steps_per_update)
         self.num_reward_signal_updates = self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
-        self._maybe_load_replay()
+        try:
+            self._maybe_load_replay()
+        except Exception as err:
+            # ML-Agents saves every trainer's model on its way out, also after this error; without this mark
+            # the exit-time save would write the empty buffer over the file that failed to load.
+            self.load_failure = str(err)
+            if isinstance(err, ReplayFileError) and self.load and self.checkpoint_replay_buffer:
+                raise ReplayResumeError(resume_failure_message(self.replay_path, err)) from err
+            raise
 
     @property
     def replay_path(self) -> str:
@@ -239,7 +252,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
     def save_replay_buffer(self) -> None:
         from mlagents_plugins.replay.persistence import save_replay
 
-        if self.replay is None:
+        if self.replay is None or self.load_failure is not None:
             return
         with hierarchical_timer("save_replay_buffer"):
             save_replay(self.replay_path, self.replay, self.replay_extra())
@@ -251,7 +264,16 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
             self.save_replay_buffer()
         return ckpt
 
-    # save_model() calls _checkpoint(), so the buffer is also written at exit.
+    def save_model(self) -> None:
+        """ML-Agents' exit-time save (which calls ``_checkpoint``, so the buffer is written too), skipped
+        after a failed load: the files on disk are the user's last good state and the evidence."""
+        if self.load_failure is not None:
+            logger.warning(
+                f"Not saving {self.brain_name}: its replay buffer failed to load, so the files in "
+                f"{self.artifact_path} are left exactly as they were."
+            )
+            return
+        super().save_model()
 
     # ------------------------------------------------------------------ intake
     def _process_trajectory(self, trajectory: Trajectory) -> None:

@@ -15,3 +15,19 @@ class ReplayFileNotFoundError(ReplayFileError, FileNotFoundError):
 
 class ReplaySpecMismatchError(ReplayFileError):
     """The file's field specs differ from the ones the trainer expects (each differing field is listed)."""
+
+
+class ReplayResumeError(ReplayFileError):
+    """``--resume`` could not load the run's replay file; the file was left untouched (see the message)."""
+
+
+def resume_failure_message(path: str, err: Exception) -> str:
+    """What went wrong with the run's replay file on ``--resume``, and the user's ways on from there."""
+    return (
+        f"{err}\n"
+        f"--resume stopped: the replay buffer in {path} could not be loaded. Nothing of this run was saved, "
+        "so that file (and the checkpoint) are unchanged. To go on, either move the file aside (then --resume "
+        "starts with an empty replay buffer, optionally filled from hyperparameters.init_replay_from: <another "
+        "replay file or run id>), or start a new run id. `mlagents-plugins-replay inspect <file> --verify` "
+        "shows what the file holds."
+    )

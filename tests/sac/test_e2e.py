@@ -2,6 +2,7 @@
 the replay buffer and counters and keeps learning; the exported ONNX matches the PyTorch policy."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -39,7 +40,7 @@ def builds(tmp_path_factory):
     return str(d)
 
 
-def _learn(tmp_path, builds, max_steps, *extra):
+def _run_learn(tmp_path, builds, max_steps, *extra):
     cfg = tmp_path / f"cfg_{max_steps}.yaml"
     cfg.write_text(CONFIG.format(max_steps=max_steps))
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -49,8 +50,12 @@ def _learn(tmp_path, builds, max_steps, *extra):
          *extra],
         cwd=REPO, capture_output=True, text=True, timeout=240, env=env,
     )
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-4000:]
+    return out.returncode, out.stdout + out.stderr
+
+
+def _learn(tmp_path, builds, max_steps, *extra):
+    returncode, text = _run_learn(tmp_path, builds, max_steps, *extra)
+    assert returncode == 0, text[-4000:]
     return text
 
 
@@ -99,3 +104,52 @@ def test_train_stop_resume_restores_replay_and_onnx_matches_policy(tmp_path, bui
     obs = [np.random.default_rng(0).uniform(-1, 1, (5, 8)).astype(np.float32)]
     got = compare_onnx_with_torch(policy, str(run / "Balance.onnx"), obs, np.ones((5, 0), np.float32), np.zeros((5, 1, 0), np.float32))
     assert np.abs(got["deterministic_continuous_actions"]).max() > 0
+
+
+def _snapshot(folder):
+    # TensorBoard may open a new events file on the resume attempt; every other file must stay as it was.
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith("events.out")}
+
+
+def _spec_mismatched_file(path):
+    from mlagents_plugins.replay.buffer import ReplayBuffer
+    from mlagents_plugins.replay.persistence import save_replay
+    from mlagents_plugins.replay.specs import FieldSpec
+
+    other = ReplayBuffer(100, {"obs_0": FieldSpec((3,), "float32"), "reward": FieldSpec((), "float32")})
+    other.add({"obs_0": np.ones((4, 3), np.float32), "reward": np.arange(4, dtype=np.float32)})
+    save_replay(str(path), other, {"step": 1000})
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, builds):
+    """One short run with a saved replay buffer; each test below damages a copy of it."""
+    tmp_path = tmp_path_factory.mktemp("finished")
+    _learn(tmp_path, builds, 1000)
+    return tmp_path / "results"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped_byte", "spec_mismatch"])
+def test_resume_with_a_bad_replay_file_fails_clearly_and_changes_no_file(tmp_path, builds, finished_run, damage):
+    shutil.copytree(finished_run, tmp_path / "results")
+    behavior_dir = tmp_path / "results" / "fs" / "Balance"
+    replay_file = behavior_dir / "replay_buffer.mlreplay"
+    good = replay_file.read_bytes()
+    if damage == "truncated":
+        replay_file.write_bytes(good[: len(good) // 2])
+        expected = "is truncated"
+    elif damage == "flipped_byte":
+        pos = len(good) * 2 // 3  # inside the payload
+        replay_file.write_bytes(good[:pos] + bytes([good[pos] ^ 0x10]) + good[pos + 1:])
+        expected = "checksum"
+    else:
+        _spec_mismatched_file(replay_file)
+        expected = "obs_0"
+    before = _snapshot(behavior_dir)
+
+    returncode, text = _run_learn(tmp_path, builds, 2000, "--resume")
+    assert returncode != 0, text[-3000:]
+    assert "ReplayResumeError" in text and expected in text and "move the file aside" in text, text[-3000:]
+    assert "Saved replay buffer" not in text and "Not saving Balance" in text
+    # The replay file, and every checkpoint file next to it, is exactly as before the failed resume.
+    assert _snapshot(behavior_dir) == before
