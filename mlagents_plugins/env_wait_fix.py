@@ -10,16 +10,18 @@ timeout, so nothing can hang) for the first response and then drains what else i
 It is installed by our ``mlagents.stats_writer`` entry point, i.e. for every ``mlagents-learn`` run where this
 package is installed - built-in trainers included, so benchmark comparisons stay like for like.  It only
 patches the ML-Agents version whose ``_step`` it mirrors; any other version is left alone.  Setting the
-environment variable ``MLAGENTS_PLUGINS_SPIN_WAIT=1`` keeps ML-Agents' original loop.
+environment variable ``MLAGENTS_PLUGINS_SPIN_WAIT=1`` keeps ML-Agents' original loop (``patches`` lists it).
 """
 import logging
-import os
 from queue import Empty
 from typing import List, Set
 
-_PATCHED_VERSIONS = ("1.1.0",)
+from mlagents_plugins import patches
+
 #: seconds one blocking ``get`` waits before the loop re-checks (the original loop never sleeps at all)
 WAIT_TIMEOUT_S = 0.05
+#: ML-Agents' own ``_step`` once replaced (kept so a test can check the guards from the unpatched state)
+ORIGINAL = None
 
 logger = logging.getLogger(__name__)
 
@@ -55,16 +57,14 @@ def blocking_step(self) -> List:
 def install_env_wait_fix() -> bool:
     """Patch ``SubprocessEnvManager._step`` (once); returns whether the patch is active."""
     try:
-        from mlagents.trainers import __version__ as mlagents_version
         from mlagents.trainers.subprocess_env_manager import SubprocessEnvManager
     except ImportError:
         return False
     if SubprocessEnvManager._step is blocking_step:
         return True
-    if os.environ.get("MLAGENTS_PLUGINS_SPIN_WAIT") == "1":
+    if not patches.allowed("env_wait"):
         return False
-    if mlagents_version not in _PATCHED_VERSIONS:
-        logger.debug("env wait fix not installed: mlagents %s is not one of %s", mlagents_version, _PATCHED_VERSIONS)
-        return False
+    global ORIGINAL
+    ORIGINAL = SubprocessEnvManager._step
     SubprocessEnvManager._step = blocking_step
     return True

@@ -21,6 +21,8 @@ from mlagents_envs.logging_util import get_logger
 
 logger = get_logger(__name__)
 
+#: ML-Agents' own export, kept so a test can check the guards from the unpatched state.
+ORIGINAL = ModelSerializer.__dict__["export_policy_model"]
 _EXPORT_ACCEPTS_DYNAMO = "dynamo" in inspect.signature(torch.onnx.export).parameters
 
 
@@ -55,11 +57,16 @@ def export_policy_model(self: ModelSerializer, output_filepath: str) -> None:
     logger.info(f"Exported {onnx_output_path}")
 
 
-def install_onnx_export_fix() -> None:
-    """Idempotently route mlagents' ONNX export through the TorchScript exporter."""
+def install_onnx_export_fix() -> bool:
+    """Idempotently route mlagents' ONNX export through the TorchScript exporter; returns whether it is."""
     if getattr(ModelSerializer.export_policy_model, "_mlagents_plugins_fix", False):
-        return
+        return True
+    from mlagents_plugins import patches
+
+    if not patches.allowed("onnx_export"):
+        return False
     export_policy_model._mlagents_plugins_fix = True  # type: ignore[attr-defined]
     ModelSerializer.export_policy_model = export_policy_model  # type: ignore[assignment]
     # Keep the module attribute in sync for code that looks it up there.
     model_serialization.ModelSerializer.export_policy_model = export_policy_model  # type: ignore
+    return True

@@ -138,24 +138,6 @@ def test_env_exited_then_later_step_is_awaited():
     assert mgr.restarted == [0]
 
 
-def test_install_patches_only_the_mirrored_version_and_honours_the_opt_out(monkeypatch):
-    original = SubprocessEnvManager.__dict__["_step"]
-    try:
-        monkeypatch.setenv("MLAGENTS_PLUGINS_SPIN_WAIT", "1")
-        if original is not env_wait_fix.blocking_step:
-            assert env_wait_fix.install_env_wait_fix() is False
-            assert SubprocessEnvManager._step is original
-        monkeypatch.delenv("MLAGENTS_PLUGINS_SPIN_WAIT")
-        monkeypatch.setattr(env_wait_fix, "_PATCHED_VERSIONS", ("0.0.0",))
-        if original is not env_wait_fix.blocking_step:
-            assert env_wait_fix.install_env_wait_fix() is False
-        monkeypatch.setattr(env_wait_fix, "_PATCHED_VERSIONS", ("1.1.0",))
-        assert env_wait_fix.install_env_wait_fix() is True
-        assert SubprocessEnvManager._step is env_wait_fix.blocking_step
-    finally:
-        SubprocessEnvManager._step = original
-
-
 @pytest.mark.skipif(UPSTREAM_STEP is None, reason="upstream _step already replaced in this process")
 def test_upstream_loop_really_spins():
     """The reason for the fix: ML-Agents' own loop polls the queue without pause while it waits (thousands of

@@ -1,0 +1,79 @@
+"""Every change this package makes to ML-Agents' own behaviour, in one list.
+
+Installing the package changes a few things in ``mlagents-learn`` for every run, built-in trainers included
+(the ``mlagents.stats_writer`` entry point in ``plugin_hooks`` installs them at start-up).  Each change is a
+``HostPatch`` below: what it replaces, why, the mlagents versions it was written against (any other version
+is left alone, with a debug line), and the environment variable that switches it off (set it to ``1``).
+docs/patches.md is the user-facing table of the same list.
+"""
+import importlib
+import logging
+import os
+from typing import Callable, Dict, Tuple
+
+import attr
+
+logger = logging.getLogger(__name__)
+
+
+@attr.s(auto_attribs=True, frozen=True)
+class HostPatch:
+    name: str  # short id, used in logs
+    target: str  # what in ML-Agents is replaced
+    why: str  # one line: the fault it fixes
+    installer: str  # "module:function" that installs it (idempotent; returns whether it is active)
+    opt_out: str  # environment variable; "1" keeps ML-Agents' original behaviour
+    versions: Tuple[str, ...] = ("1.1.0",)  # mlagents versions whose code the replacement mirrors
+
+
+PATCHES: Tuple[HostPatch, ...] = (
+    HostPatch(
+        name="onnx_export",
+        target="mlagents.trainers.torch_entities.model_serialization.ModelSerializer.export_policy_model",
+        why="torch >= 2.9 defaults to the dynamo exporter, which fails without onnxscript and writes graphs "
+        "Unity cannot load; the replacement asks for the TorchScript exporter with mlagents' own contract",
+        installer="mlagents_plugins.onnx_export:install_onnx_export_fix",
+        opt_out="MLAGENTS_PLUGINS_NO_ONNX_FIX",
+    ),
+    HostPatch(
+        name="env_wait",
+        target="mlagents.trainers.subprocess_env_manager.SubprocessEnvManager._step",
+        why="the original busy-polls the step queue, taking a core from the environment; the replacement "
+        "blocks on the queue with the same bookkeeping",
+        installer="mlagents_plugins.env_wait_fix:install_env_wait_fix",
+        opt_out="MLAGENTS_PLUGINS_SPIN_WAIT",
+    ),
+)
+
+_BY_NAME: Dict[str, HostPatch] = {p.name: p for p in PATCHES}
+
+
+def mlagents_version() -> str:
+    try:
+        from mlagents.trainers import __version__
+    except ImportError:
+        return ""
+    return __version__
+
+
+def allowed(name: str) -> bool:
+    """Whether patch ``name`` may be installed: not switched off, and written for the installed mlagents."""
+    patch = _BY_NAME[name]
+    if os.environ.get(patch.opt_out) == "1":
+        logger.info("%s left as ML-Agents has it (%s=1)", patch.target, patch.opt_out)
+        return False
+    version = mlagents_version()
+    if version not in patch.versions:
+        logger.debug("patch %s not installed: mlagents %s is not one of %s", name, version, patch.versions)
+        return False
+    return True
+
+
+def _installer(patch: HostPatch) -> Callable[[], bool]:
+    module, function = patch.installer.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def install_all() -> Dict[str, bool]:
+    """Install every patch that ``allowed``; returns ``{name: active}``."""
+    return {patch.name: bool(_installer(patch)()) for patch in PATCHES}
