@@ -76,6 +76,11 @@ class TorchImpalaOptimizer(TorchOptimizer):
         self.decay_entropy_weight = ModelUtils.DecayedValue(
             hp.entropy_weight_schedule, hp.entropy_weight, 1e-5, trainer_settings.max_steps
         )
+        self.decay_surrogate_clip = (
+            None
+            if hp.surrogate_clip is None
+            else ModelUtils.DecayedValue(hp.surrogate_clip_schedule, hp.surrogate_clip, 0.1, trainer_settings.max_steps)
+        )
         if hp.optimizer == "rmsprop":
             self.optimizer = torch.optim.RMSprop(
                 params, lr=hp.learning_rate, alpha=hp.rmsprop_alpha, eps=hp.optimizer_epsilon, foreach=True
@@ -85,6 +90,10 @@ class TorchImpalaOptimizer(TorchOptimizer):
                 params, lr=hp.learning_rate, eps=hp.optimizer_epsilon, **fused_adam_kwargs(self.device)
             )
         self._params = params
+
+    def surrogate_clip_now(self) -> float:
+        """surrogate_clip at the current step (decayed when surrogate_clip_schedule is linear)."""
+        return self.decay_surrogate_clip.get_value(self.policy.get_current_step())
 
     @property
     def critic(self):
@@ -120,7 +129,7 @@ class TorchImpalaOptimizer(TorchOptimizer):
             bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
 
         # Surrogate: the ratio pi/mu weights each sample itself, so its advantage is q_t - V(x_t) (no pg_rho).
-        use_surrogate = hp.surrogate_clip is not None
+        use_surrogate = self.decay_surrogate_clip is not None
         pg_advantage_t = torch.zeros_like(mask_t)
         value_loss = torch.zeros((), device=mask_t.device)
         for name in self.stream_names:
@@ -146,8 +155,9 @@ class TorchImpalaOptimizer(TorchOptimizer):
             pg_advantage_t = losses.standardize(pg_advantage_t, mask_t)
         if use_surrogate:
             log_mu_t = batch.behaviour_log_probs.sum(dim=1).reshape(T, B)
-            policy_loss = losses.clipped_surrogate_loss(log_pi_t, log_mu_t, pg_advantage_t, mask_t, hp.surrogate_clip)
-            outside = losses.fraction_outside_clip(log_rho_t, mask_t, hp.surrogate_clip)
+            clip = self.surrogate_clip_now()
+            policy_loss = losses.clipped_surrogate_loss(log_pi_t, log_mu_t, pg_advantage_t, mask_t, clip)
+            outside = losses.fraction_outside_clip(log_rho_t, mask_t, clip)
         else:
             policy_loss = losses.policy_gradient_loss(log_pi_t, pg_advantage_t, mask_t)
             outside = 0.0

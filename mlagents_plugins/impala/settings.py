@@ -10,6 +10,8 @@ import attr
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import HyperparamSettings, ScheduleType
 
+from mlagents_plugins import config_compat as compat
+
 
 OPTIMIZERS = ("adam", "rmsprop")  # rmsprop is the paper's choice
 
@@ -74,6 +76,8 @@ class ImpalaSettings(HyperparamSettings):
     # under threaded lag (~17-33 updates) it ran away in 4/4 measured runs (docs/impala.md, "Policy lag").
     # null = the paper's policy gradient (weighted by pg_rho_clip).
     surrogate_clip: Optional[float] = attr.ib(default=0.2, validator=_optional_open_unit_interval)
+    # constant, or linear: surrogate_clip decays to 0.1 at max_steps (as built-in ppo's epsilon_schedule).
+    surrogate_clip_schedule: ScheduleType = ScheduleType.CONSTANT
     # lambda multiplying every c_i (paper sec. 4.2 / DI-engine lambda_); 1 = plain V-trace.
     trace_lambda: float = attr.ib(default=1.0, validator=_unit_interval)
     # Weight of the baseline (value) loss.
@@ -102,6 +106,23 @@ class ImpalaSettings(HyperparamSettings):
     # that cattrs hands the raw YAML value to the validator (as bool it would turn "yes" or null into a bool).
     fast_cpu_matmul: Any = attr.ib(default=True)
 
+    # --- built-in ppo's names (a ppo config loads unchanged; see config_compat and docs/configs.md) ---
+    beta: Optional[float] = compat.alias("entropy_weight", "ppo")
+    beta_schedule: Optional[ScheduleType] = compat.alias("entropy_weight_schedule", "ppo")
+    epsilon: Optional[float] = compat.alias("surrogate_clip", "ppo")
+    epsilon_schedule: Optional[ScheduleType] = compat.alias("surrogate_clip_schedule", "ppo")
+    lambd: Optional[float] = compat.alias("trace_lambda", "ppo")
+    num_epoch: Optional[int] = compat.alias("max_reuse", "ppo")
+    # --- built-in sac's settings, which mean nothing to impala ---
+    tau: Any = compat.no_equivalent("sac", "impala has no target networks: V-trace bootstraps from the current critic.")
+    init_entcoef: Any = compat.no_equivalent("sac", "Use entropy_weight (a fixed entropy bonus, ppo's beta).")
+    buffer_init_steps: Any = compat.no_equivalent("sac", "impala learns from fresh pieces as soon as batch_size "
+                                                  "of them have arrived.")
+    steps_per_update: Any = compat.no_equivalent("sac", "impala updates whenever batch_size fresh pieces wait; "
+                                                 "max_reuse sets how often each piece is used.")
+    save_replay_buffer: Any = compat.no_equivalent("sac", "impala keeps no replay buffer to save.")
+    reward_signal_steps_per_update: Any = compat.no_equivalent("sac", "Reward providers update with every batch.")
+
     @optimizer.validator
     def _check_optimizer(self, attribute, value) -> None:
         if value not in OPTIMIZERS:
@@ -115,5 +136,6 @@ class ImpalaSettings(HyperparamSettings):
             raise _error(attribute.name, value, "true or false")
 
     def __attrs_post_init__(self) -> None:
+        compat.apply_aliases(self, "impala")
         if self.buffer_size < self.batch_size:
             raise _error("buffer_size", self.buffer_size, f"an integer >= batch_size ({self.batch_size})")

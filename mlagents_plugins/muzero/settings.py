@@ -4,7 +4,7 @@ The RL head is fast_sac on the latent, so every fast_sac field (``tau``, ``init_
 ``prioritized_replay``...) keeps its meaning; ``learning_rate`` is the RL head's, ``model_learning_rate``
 the learned model's.  Validators raise ``TrainerConfigError`` naming the field, the value and what is allowed.
 """
-from typing import Any
+from typing import Any, ClassVar
 
 import attr
 
@@ -27,6 +27,7 @@ def _non_negative_float(inst: Any, attribute: "attr.Attribute", value: Any) -> N
 
 @attr.s(auto_attribs=True)
 class MuZeroReprSettings(FastSACSettings):
+    TRAINER_TYPE: ClassVar[str] = "muzero_repr"
     # --- learned model (MuZero h, g, f) ---
     # Size of the latent state s = h(o); min-max scaled to [0, 1] (MuZero App. G). The RL head sees it.
     latent_size: int = attr.ib(default=64, validator=positive_int)

@@ -3,12 +3,14 @@
 Each field states its meaning beside it; validators raise ``TrainerConfigError`` naming the field, the value
 given and what is allowed, so a bad YAML stops ``mlagents-learn`` at start-up with a readable message.
 """
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import attr
 
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import OffPolicyHyperparamSettings
+
+from mlagents_plugins import config_compat as compat
 
 
 def _fail(field: str, value: Any, allowed: str) -> None:
@@ -62,6 +64,22 @@ class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
     # id (then ``results/<run id>/<behavior>/<replay file>`` next to this run is used).  Its counters are not
     # taken over: this run's step and update counts start from its own checkpoint.
     init_replay_from: Optional[str] = attr.ib(default=None)
+    # --- built-in ppo's settings, which mean nothing to an off-policy trainer (see config_compat) ---
+    beta: Any = compat.no_equivalent("ppo", "The entropy bonus is tuned automatically towards a target entropy "
+                                     "(init_entcoef sets where it starts).")
+    beta_schedule: Any = compat.no_equivalent("ppo", "The entropy coefficient is tuned automatically.")
+    epsilon: Any = compat.no_equivalent("ppo", "There is no clipped surrogate in an off-policy trainer.")
+    epsilon_schedule: Any = compat.no_equivalent("ppo", "There is no clipped surrogate in an off-policy trainer.")
+    lambd: Any = compat.no_equivalent("ppo", "The critics bootstrap one step (fast_sac, muzero_repr: n_step); "
+                                      "there is no GAE lambda.")
+    num_epoch: Any = compat.no_equivalent("ppo", "Use steps_per_update: environment steps per gradient update.")
+    shared_critic: Any = compat.no_equivalent("ppo", "The critics are separate Q networks; there is nothing to share.")
+
+    #: the trainer_type these settings belong to (named in error messages)
+    TRAINER_TYPE: ClassVar[str] = "off-policy"
+
+    def __attrs_post_init__(self) -> None:
+        compat.apply_aliases(self, self.TRAINER_TYPE)
 
     @reward_signal_steps_per_update.default
     def _reward_signal_steps_per_update_default(self) -> float:

@@ -1,5 +1,5 @@
 """``fast_sac`` hyperparameters (the ``hyperparameters:`` block of a ``trainer_type: fast_sac`` behavior)."""
-from typing import Any
+from typing import Any, ClassVar
 
 import attr
 
@@ -16,6 +16,7 @@ from mlagents_plugins.offpolicy.settings import (
 
 @attr.s(auto_attribs=True)
 class FastSACSettings(OffPolicyBaseSettings):
+    TRAINER_TYPE: ClassVar[str] = "fast_sac"
     # Adam step size of actor, critics and temperatures (``learning_rate_schedule``: constant or linear to 0
     # at max_steps).
     learning_rate: float = attr.ib(default=3.0e-4, validator=positive_float)

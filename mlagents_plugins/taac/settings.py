@@ -4,11 +4,12 @@ Extends the shared off-policy settings (batch/buffer/``steps_per_update``/replay
 own fields.  Every validator raises ``TrainerConfigError`` naming the field, the value and what is allowed.
 """
 import math
-from typing import Any, List, Optional
+from typing import Any, ClassVar, List, Optional
 
 import attr
 
 from mlagents.trainers.settings import ScheduleType
+from mlagents_plugins import config_compat as compat
 from mlagents_plugins.offpolicy.settings import (
     OffPolicyBaseSettings,
     _fail,
@@ -37,6 +38,7 @@ def _to_kind_name(value: Any) -> Any:
 
 @attr.s(auto_attribs=True)
 class TaacSettings(OffPolicyBaseSettings):
+    TRAINER_TYPE: ClassVar[str] = "taac"
     # Adam step size of actor, critics and both temperatures (schedule: constant, or linear to 0 at max_steps).
     learning_rate: float = attr.ib(default=3.0e-4, validator=positive_float)
     learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
@@ -68,6 +70,10 @@ class TaacSettings(OffPolicyBaseSettings):
     # Length of the replayed windows the compare-through return runs along (>= 2); a batch holds
     # ceil(batch_size / mini_batch_length) windows.
     mini_batch_length: int = attr.ib(default=8)
+
+    # --- built-in sac's names (a sac config loads unchanged; see config_compat) ---
+    tau: Optional[float] = compat.alias("target_update_tau", "sac")
+    init_entcoef: Optional[float] = compat.alias("init_action_temperature", "sac")
 
     @trajectory.validator
     def _check_kind(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -159,8 +159,8 @@ def test_settings_errors_name_field_value_and_allowed(field, value):
 def test_settings_buffer_smaller_than_batch_and_unknown_field():
     with pytest.raises(TrainerConfigError, match="buffer_size"):
         strict_to_cls({"batch_size": 32, "buffer_size": 8}, ImpalaSettings)
-    with pytest.raises(TrainerConfigError, match="num_epoch"):
-        strict_to_cls({"num_epoch": 3}, ImpalaSettings)
+    with pytest.raises(TrainerConfigError, match="num_epochs"):
+        strict_to_cls({"num_epochs": 3}, ImpalaSettings)
     assert strict_to_cls({"rho_clip": None, "optimizer": "rmsprop"}, ImpalaSettings).rho_clip is None
 
 
