@@ -34,7 +34,7 @@ from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessagePro
 from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import UnityToExternalProtoStub
 
 from mlagents_plugins.envs.academy import Academy
-from mlagents_plugins.envs.scenes import SCENES
+from mlagents_plugins.envs.scenes import ALL_SCENES
 from mlagents_plugins.envs.wire import actions_from_protos, agent_info_protos, brain_parameters_proto
 
 COMMUNICATION_VERSION = "1.5.0"
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Headless stand-in for a Unity ML-Agents build (see docs/scenes.md).",
         allow_abbrev=False,
     )
-    p.add_argument("--scene", type=str.lower, choices=sorted(SCENES), help="which scene to run")
+    p.add_argument("--scene", type=str.lower, choices=sorted(ALL_SCENES), help="which scene to run")
     p.add_argument("--mlagents-port", type=_port, default=EDITOR_PORT,
                    help="port of the trainer's gRPC server (Unity's argument; default 5004, the editor port)")
     p.add_argument("--seed", type=int, default=None, help="scene seed (default: the seed sent by the trainer)")
@@ -182,7 +182,7 @@ def write_builds(directory: str) -> List[str]:
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     python = os.path.abspath(sys.executable)
     paths = []
-    for name, cls in sorted(SCENES.items()):
+    for name, cls in sorted(ALL_SCENES.items()):
         path = os.path.join(directory, f"{cls.behavior_name}.x86_64")
         script = (
             "#!/bin/sh\n"
@@ -356,7 +356,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(path)
         return EXIT_OK
     if not args.scene:
-        parser.error(f"--scene is required (one of: {', '.join(sorted(SCENES))}) unless --write-builds is given")
+        parser.error(f"--scene is required (one of: {', '.join(sorted(ALL_SCENES))}) unless --write-builds is given")
     if ignored:
         logger.info(f"ignoring Unity player arguments: {' '.join(ignored)}")
     standin = StandIn(args)

@@ -15,7 +15,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
 from mlagents_plugins.envs.academy import STAT_DIFFICULTY, STAT_SUCCESS_RATE
 from mlagents_plugins.envs.inprocess import SceneEnv
-from mlagents_plugins.envs.scenes import SCENES
+from mlagents_plugins.envs.scenes import ALL_SCENES, SCENES
 from mlagents_plugins.envs.standin import EXIT_TRAINER_LOST, main, split_unity_args
 
 from tests.envs.conftest import free_base_port, popen_standin, wait_for_editor_port
@@ -25,7 +25,7 @@ def open_env(builds, scene, tmp_path, **kwargs):
     for _ in range(3):
         try:
             return UnityEnvironment(
-                os.path.join(builds, SCENES[scene].behavior_name), base_port=free_base_port(),
+                os.path.join(builds, ALL_SCENES[scene].behavior_name), base_port=free_base_port(),
                 no_graphics=True, timeout_wait=30, log_folder=str(tmp_path), **kwargs,
             )
         except UnityWorkerInUseException:
@@ -58,10 +58,12 @@ def trace(env, name, steps, seed=0):
     return out
 
 
-@pytest.mark.parametrize("scene", sorted(SCENES))
+# Every base scene, and the variants that change what goes over the wire (image size and channels, vector and
+# action sizes).
+@pytest.mark.parametrize("scene", sorted(SCENES) + ["camera_gray18", "camera36", "balance_distractors"])
 def test_grpc_matches_in_process_exactly(builds, scene, tmp_path):
     """Handshake, specs, episode ends (success/failure/time-out), masks, PNG images: all bit-identical."""
-    name = f"{SCENES[scene].behavior_name}?team=0"
+    name = f"{ALL_SCENES[scene].behavior_name}?team=0"
     remote = open_env(builds, scene, tmp_path, seed=5, additional_args=["--max-episode-steps", "6", "-screen-width", "84"])
     try:
         assert list(remote.behavior_specs) == []  # like Unity: specs arrive with the first agent infos

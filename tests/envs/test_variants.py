@@ -1,0 +1,100 @@
+"""Scene variants: specs match what they observe, thresholds sit between the expert and random play, changes
+are the declared ones, and every scene is in exactly one of the tuning / validation sets."""
+import numpy as np
+import pytest
+
+from mlagents_envs.base_env import ActionTuple
+
+from mlagents_plugins.envs.inprocess import SceneEnv
+from mlagents_plugins.envs.scenes import ALL_SCENES, SCENES, SPLIT, scene_class, scenes_in
+from mlagents_plugins.envs.scenes.variants import VARIANT_SPECS
+from tests.envs.test_scenes import rollout
+
+VARIANTS = [v.name for v in VARIANT_SPECS]
+
+
+def test_split_partitions_every_scene_and_base_scenes_are_tuning():
+    tuning, validation = scenes_in("tuning"), scenes_in("validation")
+    assert set(tuning) | set(validation) == set(ALL_SCENES) and not set(tuning) & set(validation)
+    assert set(SCENES) <= set(tuning) and len(validation) >= 5
+    assert len({cls.behavior_name for cls in ALL_SCENES.values()}) == len(ALL_SCENES)  # one build each
+    with pytest.raises(ValueError, match="allowed: tuning, validation"):
+        scenes_in("test")
+    assert set(SPLIT) == set(ALL_SCENES)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_variant_threshold_between_expert_and_random(name):
+    cls = scene_class(name)
+    decisions = 900 if cls.default_max_episode_steps > 100 else 400
+    expert, _, _ = rollout(cls(num_areas=2, seed=0), "heuristic", decisions)
+    random, _, _ = rollout(cls(num_areas=2, seed=0), "random", decisions)
+    assert len(expert) >= 8 and len(random) >= 8
+    assert expert.mean() >= 1.2 * cls.success_threshold > random.mean(), (expert.mean(), random.mean())
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_observations_and_actions_match_the_declared_specs(name):
+    scene = scene_class(name)(num_areas=1, seed=3)
+    obs = scene.observe()
+    assert [o.shape[1:] for o in obs] == [tuple(s.shape) for s in scene.observation_specs]
+    assert all(o.dtype == np.float32 and np.isfinite(o).all() for o in obs)
+    act = scene.heuristic()
+    assert act.continuous.shape[1] == scene.action_spec.continuous_size
+    assert act.discrete.shape[1] == scene.action_spec.discrete_size
+    env = SceneEnv(name, seed=3)
+    env.reset()
+    assert list(env.behavior_specs) == [f"{scene.behavior_name}?team=0"]
+
+
+def _returns(name, seed, decisions=200):
+    return rollout(scene_class(name)(num_areas=1, seed=seed), "heuristic", decisions)
+
+
+def test_reward_scale_and_success_only_reward_change_only_the_reward():
+    base_r, base_s, _ = rollout(SCENES["balance"](num_areas=2, seed=4), "heuristic", 300)
+    small_r, small_s, _ = rollout(scene_class("balance_small_reward")(num_areas=2, seed=4), "heuristic", 300)
+    np.testing.assert_allclose(small_r, 0.1 * base_r, rtol=1e-5, atol=1e-5)
+    assert (small_s == base_s).all()
+    base_r, base_s, _ = rollout(SCENES["hybrid"](num_areas=2, seed=4), "heuristic", 300)
+    sparse_r, sparse_s, _ = rollout(scene_class("hybrid_sparse")(num_areas=2, seed=4), "heuristic", 300)
+    assert (sparse_s == base_s).all() and (sparse_r == sparse_s.astype(float)).all()
+    assert not np.allclose(base_r, sparse_r)
+
+
+def test_ignored_actions_do_nothing_and_distractors_do_not_change_the_task():
+    a = scene_class("balance_distractors")(num_areas=1, seed=2)
+    b = scene_class("balance_distractors")(num_areas=1, seed=2)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        used = rng.uniform(-1, 1, (4, 2)).astype(np.float32)
+        ra = a.step(ActionTuple(continuous=np.concatenate([used, rng.uniform(-1, 1, (4, 2)).astype(np.float32)], 1)))
+        rb = b.step(ActionTuple(continuous=np.concatenate([used, np.zeros((4, 2), np.float32)], 1)))
+        np.testing.assert_array_equal(ra.reward, rb.reward)
+        np.testing.assert_array_equal(a.observe()[0][:, :8], b.observe()[0][:, :8])
+    base = SCENES["balance"](num_areas=1, seed=2)
+    np.testing.assert_array_equal(base.observe()[0], scene_class("balance_distractors")(num_areas=1, seed=2).observe()[0][:, :8])
+
+
+def test_images_resampled_and_gray_keeps_the_objects_apart():
+    base = SCENES["camera"](num_areas=1, seed=6).observe()[0]
+    gray = scene_class("camera_gray18")(num_areas=1, seed=6).observe()[0]
+    big = scene_class("camera36")(num_areas=1, seed=6).observe()[0]
+    assert gray.shape == (4, 1, 18, 18) and big.shape == (4, 3, 36, 36)
+    # nearest neighbour: pixel (i, j) of the 36 image is pixel (i*27//36, j*27//36) of the 27 one
+    np.testing.assert_array_equal(big[:, :, 35, 20], base[:, :, 26, 15])
+    lum = 0.299 * base[:, 0] + 0.587 * base[:, 1] + 0.114 * base[:, 2]
+    np.testing.assert_allclose(gray[:, 0, 17, 4], np.round(255 * lum[:, 25, 6]) / 255, rtol=1e-6)
+    # floor, agent, goal, hazard and outside stay five different gray levels
+    assert len(np.unique(np.round(gray, 4))) >= 4
+
+
+def test_noise_is_seeded_and_leaves_the_dynamics_alone():
+    r1, _, o1 = rollout(scene_class("switching_noisy")(num_areas=1, seed=9), "heuristic", 120)
+    r2, _, o2 = rollout(scene_class("switching_noisy")(num_areas=1, seed=9), "heuristic", 120)
+    base_r, _, base_o = rollout(SCENES["switching"](num_areas=1, seed=9), "heuristic", 120)
+    np.testing.assert_array_equal(r1, r2)
+    np.testing.assert_array_equal(o1[-1][0], o2[-1][0])
+    np.testing.assert_array_equal(r1, base_r)  # the expert reads the true state: same episodes
+    noise = np.concatenate([a[0] - b[0] for a, b in zip(o1, base_o)])
+    assert 0.04 < noise.std() < 0.06
