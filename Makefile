@@ -8,7 +8,7 @@ DEMO_RUN_ID ?= demo
 DEMO_CONFIG ?= configs/demo_balance.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow bench bench-quick builds clean
+.PHONY: setup demo test test-slow bench bench-quick bench-defaults builds clean
 
 setup:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
@@ -39,6 +39,12 @@ bench:
 bench-quick:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
 	$(PY) -m bench.run --quick --out $(BENCH_QUICK_OUT) $(BENCH_ARGS)
+
+# Defaults benchmark (issue #12): one minimal drop-in config for every trainer on the validation scenes.
+BENCH_DEFAULTS_OUT ?= bench/results-defaults
+bench-defaults:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
+	$(PY) -m bench.run --defaults --out $(BENCH_DEFAULTS_OUT) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) results builds .pytest_cache

@@ -28,6 +28,28 @@ def steps_to_threshold(curve: Sequence[Sequence[float]], threshold: float) -> Op
     return None
 
 
+#: a run "collapsed" when its final return is below this fraction of its best rolling mean (issue #12's criterion)
+COLLAPSE_FRACTION = 0.8
+#: summaries in the rolling mean that collapse compares against
+ROLLING_WINDOW = 3
+
+
+def best_rolling_mean(curve: Sequence[Sequence[float]], window: int = ROLLING_WINDOW) -> Optional[float]:
+    """Highest mean of ``window`` consecutive summaries' rewards (fewer at the start are not counted)."""
+    rewards = [r for _, _, r in curve if r is not None and not math.isnan(r)]
+    if len(rewards) < window:
+        return None
+    return max(sum(rewards[i - window:i]) / window for i in range(window, len(rewards) + 1))
+
+
+def collapsed(curve: Sequence[Sequence[float]], final: Optional[float]) -> bool:
+    """Whether a run that learned something (best rolling mean > 0) ended below ``COLLAPSE_FRACTION`` of it."""
+    best = best_rolling_mean(curve)
+    if best is None or final is None or math.isnan(final) or best <= 0.0:
+        return False
+    return final < COLLAPSE_FRACTION * best
+
+
 def _mean(xs: Sequence[float]) -> Optional[float]:
     return sum(xs) / len(xs) if xs else None
 
@@ -75,6 +97,7 @@ class Summary:
     save_seconds: Optional[float]
     load_seconds: Optional[float]
     replay_mb: Optional[float]  # mean replay_bytes / 1e6
+    collapsed: int  # finished runs whose final return fell below COLLAPSE_FRACTION x their best rolling mean
     errors: List[str]
 
 
@@ -109,6 +132,7 @@ def summarize(runs: Iterable[dict]) -> List[Summary]:
                 save_seconds=_mean(_values(ok, "save_seconds")),
                 load_seconds=_mean(_values(ok, "load_seconds")),
                 replay_mb=None if not _values(ok, "replay_bytes") else _mean(_values(ok, "replay_bytes")) / 1e6,
+                collapsed=sum(collapsed(r["curve"], r.get("final_mean_reward")) for r in ok),
                 errors=[f"seed {r['seed']}: {r['error']}" for r in rs if r.get("error")],
             )
         )

@@ -1,7 +1,7 @@
 """Minimal hand-written PyTorch IMPALA learner step (V-trace actor-critic), at ``impala``'s size.
 
-Same work per update as ``ImpalaTrainer._learn_on`` for a batch of full pieces: ``batch_size`` pieces of
-``unroll_length`` steps (time-major), the policy's log-probabilities and entropy of the stored actions, V of
+Same work per update as ``ImpalaTrainer._learn_on`` for a batch of full pieces: ``batch_size`` steps as
+``batch_size / unroll_length`` pieces of ``unroll_length`` steps (time-major), the policy's log-probabilities and entropy of the stored actions, V of
 every step with gradient and of each piece's bootstrap observation without, V-trace targets and
 policy-gradient advantages (Espeholt et al. 2018 eq. 1 and sec. 4.2, backward recursion over time),
 optional advantage standardisation, the policy loss - the clipped surrogate on pi/mu with the advantage
@@ -20,10 +20,11 @@ from bench.minimal_nets import FAST_CPU_MATMUL, LOG_SQRT_2PI, swish_mlp, t
 
 #: how the loop treats each ImpalaSettings field (see minimal_nets.OFFPOLICY_BASE_SETTINGS)
 SETTINGS = {
-    "batch_size": "pieces per update", "unroll_length": "steps per piece", "learning_rate": "Adam step size",
+    "batch_size": "steps per update (batch_size / unroll_length full pieces)", "unroll_length": "steps per piece", "learning_rate": "Adam step size",
     "learning_rate_schedule": "no per-update work (constant)", "buffer_size": "no per-update work (queue size)",
     "rho_clip": "V-trace rho-bar", "c_clip": "V-trace c-bar", "trace_lambda": "V-trace lambda",
     "pg_rho_clip": "policy-gradient weight clip (without surrogate_clip)", "surrogate_clip": "clipped surrogate",
+    "surrogate_clip_schedule": "no per-update work (constant)",
     "value_weight": "value loss weight", "entropy_weight": "entropy loss weight",
     "entropy_weight_schedule": "no per-update work (constant)", "grad_clip_norm": "global norm clip",
     "optimizer": "checked: adam", "rmsprop_alpha": "no work: adam", "optimizer_epsilon": "Adam epsilon",
@@ -55,7 +56,8 @@ class MinimalImpala:
         if hp.shared_critic or hp.optimizer != "adam":
             raise ValueError("the minimal IMPALA loop covers shared_critic: false with optimizer: adam only")
         self.hp = hp
-        self.B, self.T = hp.batch_size, hp.unroll_length
+        self.T = hp.unroll_length
+        self.B = -(-hp.batch_size // self.T)  # full pieces holding batch_size steps
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         h, n = net.hidden_units, net.num_layers
         self.body = swish_mlp(obs_size, h, n)

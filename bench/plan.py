@@ -17,16 +17,23 @@ from typing import Any, Dict, List, Optional, Tuple
 import attr
 import yaml
 
-from mlagents_plugins.envs.scenes import SCENES
+from mlagents_plugins.envs.scenes import SCENES, scene_class, scenes_in
 
 PACKAGE = "mlagents-plugins"
 BUILTINS = ("sac", "ppo")
-SCENE_NAMES = tuple(SCENES)
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 #: action kinds a trainer cannot handle (default: it handles every kind)
 UNSUPPORTED_ACTIONS = {"taac": {"discrete", "hybrid"}}
 #: trainers that keep an on-policy buffer rather than a replay buffer
 ON_POLICY = {"ppo", "impala"}
+
+# The defaults benchmark (issue #12): what a user's own config for built-in sac or ppo sets, the same values for
+# every trainer of that family, everything specific to our trainers at its default.  Our off-policy trainers and
+# sac take MINIMAL_SAC, impala and ppo take MINIMAL_PPO (built-in names: they load as drop-in configs).
+MINIMAL_SAC = {"learning_rate": 3.0e-4, "batch_size": 128, "buffer_size": 100000, "buffer_init_steps": 1000,
+               "steps_per_update": 2.0}
+MINIMAL_PPO = {"learning_rate": 3.0e-4, "batch_size": 256, "buffer_size": 2048}
+MINIMAL_NETWORK = {"hidden_units": 128, "num_layers": 2}
 
 # Shared values for every off-policy trainer without its own config (and sac when ours has none).
 OFFPOLICY_TEMPLATE = {
@@ -57,6 +64,7 @@ class Budget:
     learn_trainers: Optional[Tuple[str, ...]] = None  # None: every trainer of the scene
     summaries: int = 10  # summary points per run (summary_freq = steps / summaries)
     replay_rows: int = 1_000_000  # rows for bench/replay_io.py
+    minimal_configs: bool = False  # every trainer gets the minimal drop-in config (MINIMAL_SAC / MINIMAL_PPO)
 
 
 QUICK = Budget("quick", ("balance", "branches"), {"balance": 3000, "branches": 2000}, (0, 1), "balance", (0,),
@@ -69,11 +77,23 @@ FULL = Budget(
     "balance",
     (0,),
 )
+#: every trainer with one minimal config on every validation scene; steps about 2x what built-in sac needs
+DEFAULTS = Budget(
+    "defaults",
+    tuple(scenes_in("validation")),
+    {"balance_big_reward_long": 30000, "balance_distractors": 30000, "branches_short": 20000, "camera36": 10000,
+     "hybrid_sparse": 20000, "switching_noisy": 20000},
+    (0, 1, 2),
+    None,
+    (),
+    summaries=20,
+    minimal_configs=True,
+)
 
 
 def action_kind(scene: str) -> str:
     """'continuous', 'discrete' or 'hybrid' from the scene's ActionSpec."""
-    spec = SCENES[scene](num_areas=1).action_spec
+    spec = scene_class(scene)(num_areas=1).action_spec
     if spec.continuous_size and spec.discrete_size:
         return "hybrid"
     return "continuous" if spec.continuous_size else "discrete"
@@ -158,10 +178,20 @@ def _reference(scene: str, order: List[str], config_dir: str) -> Tuple[Optional[
     return None, None
 
 
+def minimal_config(trainer: str) -> Dict[str, Any]:
+    """The defaults benchmark's config: a user's sac (or ppo) config with ``trainer_type`` changed, nothing else."""
+    cfg = copy.deepcopy(COMMON_TEMPLATE)
+    hyper = MINIMAL_PPO if trainer in ON_POLICY else MINIMAL_SAC
+    cfg.update({"trainer_type": trainer, "hyperparameters": dict(hyper), "network_settings": dict(MINIMAL_NETWORK)})
+    return cfg
+
+
 def build_config(trainer: str, scene: str, max_steps: int, summaries: int, ours: List[str],
-                 config_dir: str = CONFIG_DIR) -> Tuple[Dict[str, Any], str]:
+                 config_dir: str = CONFIG_DIR, minimal: bool = False) -> Tuple[Dict[str, Any], str]:
     """(behavior config, where its hyperparameters came from) for one run."""
-    if trainer not in BUILTINS:
+    if minimal:
+        cfg, source = minimal_config(trainer), "minimal drop-in config (bench/plan.py MINIMAL_*)"
+    elif trainer not in BUILTINS:
         cfg = load_config(trainer, scene, config_dir)
         source = f"configs/{trainer}_{scene}.yaml"
         if cfg is None:
@@ -215,14 +245,14 @@ def plan_jobs(budget: Budget, ours: List[str], trainers: Optional[List[str]] = N
     names = [t for t in list(BUILTINS) + ours if trainers is None or t in trainers]
     jobs, skipped = [], []
     for scene in scenes or budget.scenes:
-        if scene not in SCENES:
-            raise ValueError(f"scene={scene!r} is unknown; allowed: {', '.join(sorted(SCENES))}")
+        scene_class(scene)  # a clear error for an unknown scene
         for trainer in names:
             if not supports(trainer, scene):
                 skipped.append(f"{trainer} on {scene}: {action_kind(scene)} actions are not supported by {trainer}")
                 continue
             steps = budget.steps.get(scene, max(budget.steps.values()))
-            cfg, source = build_config(trainer, scene, steps, budget.summaries, ours, config_dir)
+            cfg, source = build_config(trainer, scene, steps, budget.summaries, ours, config_dir,
+                                       minimal=budget.minimal_configs)
             origin = "builtin" if trainer in BUILTINS else "ours"
             for seed in budget.seeds:
                 jobs.append(Job(trainer, origin, scene, seed, "in_process", steps, copy.deepcopy(cfg), source))

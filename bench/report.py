@@ -12,9 +12,9 @@ DASH = "—"
 
 SUMMARY_HEADER = (
     "| scene | trainer | reached / seeds | steps to threshold (median) | seconds to threshold (median) "
-    "| final return (mean ± std) | env steps/s | update s / 1k steps | replay MB | save s | load s |"
+    "| final return (mean ± std) | collapsed | env steps/s | update s / 1k steps | replay MB | save s | load s |"
 )
-SUMMARY_RULE = "|" + "---|" * 11
+SUMMARY_RULE = "|" + "---|" * 12
 RATIO_HEADER = (
     "| scene | trainer | vs | speed (steps/s ratio) | sample efficiency (steps-to-threshold ratio) "
     "| time to threshold ratio | final return difference |"
@@ -54,6 +54,7 @@ def summary_row(s: Summary) -> str:
         fmt_int(s.median_steps_to_threshold),
         fmt(s.median_seconds_to_threshold, 1),
         final,
+        f"{s.collapsed}/{s.finished}",
         fmt(s.steps_per_second, 0),
         fmt(s.update_seconds_per_1k_steps, 2),
         fmt(s.replay_mb, 1),

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.run            # full budget (make bench; under an hour on 2 idle cores)
     .venv/bin/python -m bench.run --quick    # a few minutes (make bench-quick)
+    .venv/bin/python -m bench.run --defaults # minimal drop-in configs on the validation scenes (make bench-defaults)
     .venv/bin/python -m bench.run --report-only   # re-render REPORT.md/PNGs from bench/results/
 
 Writes ``<out>/runs/<mode>__<scene>__<trainer>__seed<k>.json`` (one run record each, see bench/metrics.py),
@@ -166,6 +167,9 @@ def _write_invocation(out: str, env: Dict[str, Any], speed: List[Dict[str, Any]]
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the few-minute budget (2 scenes, 2 seeds, short runs)")
+    p.add_argument("--defaults", action="store_true",
+                   help="the defaults benchmark: every trainer with one minimal drop-in config on every validation "
+                        "scene (no mlagents-learn or speed runs)")
     p.add_argument("--scenes", nargs="+", help="only these scenes")
     p.add_argument("--trainers", nargs="+", help="only these trainers (ours by trainer_type, sac, ppo)")
     p.add_argument("--seeds", type=int, help="number of seeds (0..N-1) for in-process runs")
@@ -192,11 +196,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.report_only:
         print(write_report(out))
         return 0
-    budget = plan.QUICK if args.quick else plan.FULL
+    if args.quick and args.defaults:
+        print("--quick and --defaults are two different budgets; give one of them", file=sys.stderr)
+        return 2
+    budget = plan.DEFAULTS if args.defaults else plan.QUICK if args.quick else plan.FULL
+    if args.defaults:
+        args.no_speed = True
     if args.seeds:
         budget = replace(budget, seeds=tuple(range(args.seeds)))
     if args.steps:
-        budget = replace(budget, steps={s: args.steps for s in plan.SCENE_NAMES})
+        budget = replace(budget, steps={s: args.steps for s in budget.scenes})
     if args.no_learn:
         budget = replace(budget, learn_scene=None)
     ours, notes = plan.discover_trainers()

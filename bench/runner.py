@@ -34,7 +34,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import numpy as np
 
 from bench.plan import Job
-from mlagents_plugins.envs.scenes import SCENES
+from mlagents_plugins.envs.scenes import scene_class
 from mlagents_plugins.testing.ports import free_base_port
 
 LEARN_TIMEOUT_S = 1800
@@ -173,7 +173,7 @@ def base_record(job: Job, invocation: str) -> Dict[str, Any]:
         "scene": job.scene,
         "seed": job.seed,
         "mode": job.mode,
-        "threshold": float(SCENES[job.scene].success_threshold),
+        "threshold": float(scene_class(job.scene).success_threshold),
         "max_steps": job.max_steps,
         "steps": 0,
         "wall_seconds": None,
@@ -195,7 +195,7 @@ def run_in_process(job: Job, record: Dict[str, Any], num_areas: int = 1) -> None
 
     from mlagents_plugins.envs.harness import train_in_process
 
-    behavior = SCENES[job.scene].behavior_name
+    behavior = scene_class(job.scene).behavior_name
     stamps: Dict[int, float] = {}
 
     class _Clock(StatsWriter):
@@ -240,7 +240,7 @@ def parse_console(text: str, behavior: str) -> List[List[float]]:
 def run_mlagents_learn(job: Job, record: Dict[str, Any], builds_dir: str) -> None:
     import yaml
 
-    behavior = SCENES[job.scene].behavior_name
+    behavior = scene_class(job.scene).behavior_name
     out = tempfile.mkdtemp(prefix="bench_learn_")
     try:
         cfg_path = os.path.join(out, "config.yaml")

@@ -162,18 +162,18 @@ def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bo
     from bench.minimal_impala import MinimalImpala
 
     hp = speed.trainer_settings("impala").hyperparameters
-    pieces_wanted = max(4 * hp.batch_size, rows // hp.unroll_length)
-    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted})
+    B = -(-hp.batch_size // hp.unroll_length)  # full pieces per batch
+    pieces_wanted = max(4 * B, rows // hp.unroll_length)
+    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted * hp.unroll_length})
     speed.fill(trainer, spec, pieces_wanted * hp.unroll_length, rng)
     queue = trainer.piece_queue
-    pool = queue.take_fresh(queue.num_fresh)
-    B = hp.batch_size
+    pool = queue.take_fresh(queue.fresh_steps)
     state: Dict[str, Any] = {"i": 0, "stats": defaultdict(list)}
 
     def ours() -> None:
         i = state["i"]
         queue.add([pool[(i + j) % len(pool)] for j in range(B)])
-        trainer._learn_on(queue.take_fresh(B), state["stats"])
+        trainer._learn_on(queue.take_fresh(hp.batch_size), state["stats"])
         state["i"] = i + B
         if state["i"] % (50 * B) == 0:
             state["stats"] = defaultdict(list)

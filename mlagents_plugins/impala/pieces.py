@@ -162,8 +162,11 @@ def merge_sources(pieces: List[Piece]) -> AgentBuffer:
 class PieceQueue:
     """Learner queue: fresh pieces in arrival order plus recently used ones that may be reused.
 
-    ``max_reuse`` bounds how many updates may consume a piece (DI-engine's ``max_use``); ``capacity``
-    bounds the pieces held, dropping reusable ones first, then the oldest fresh ones.
+    Sizes count **steps**, as ML-Agents' ``batch_size`` and ``buffer_size`` do: a batch is the oldest fresh
+    pieces until they hold at least ``batch_steps`` steps, however short the pieces are (pieces end at
+    episode ends, so short episodes give short pieces; counting pieces would make such batches tiny).
+    ``max_reuse`` bounds how many updates may consume a piece (DI-engine's ``max_use``); ``capacity`` bounds
+    the steps held, dropping reusable pieces first, then the oldest fresh ones.
     """
 
     def __init__(self, capacity: int, max_reuse: int, seed: Optional[int] = None):
@@ -172,22 +175,25 @@ class PieceQueue:
         self._fresh: Deque[Piece] = deque()
         self._reusable: Deque[Piece] = deque()
         self._rng = random.Random(seed)
+        self.fresh_steps = 0  # steps in the fresh pieces
+        self.reusable_steps = 0  # steps in the reusable pieces
         self.dropped = 0  # pieces discarded unused because the queue was full
 
     def __len__(self) -> int:
         return len(self._fresh) + len(self._reusable)
 
     @property
-    def num_fresh(self) -> int:
-        return len(self._fresh)
+    def steps(self) -> int:
+        return self.fresh_steps + self.reusable_steps
 
     def add(self, pieces: List[Piece]) -> None:
         self._fresh.extend(pieces)
-        while len(self) > self.capacity:
+        self.fresh_steps += sum(p.length for p in pieces)
+        while self.steps > self.capacity:
             if self._reusable:
-                self._reusable.popleft()
+                self.reusable_steps -= self._reusable.popleft().length
             else:
-                self._fresh.popleft()
+                self.fresh_steps -= self._fresh.popleft().length
                 self.dropped += 1
 
     def _mark_used(self, pieces: List[Piece]) -> None:
@@ -195,19 +201,36 @@ class PieceQueue:
             p.uses += 1
             if p.uses < self.max_reuse:
                 self._reusable.append(p)
+                self.reusable_steps += p.length
 
-    def take_fresh(self, n: int) -> List[Piece]:
-        """The ``n`` oldest never-used pieces (the smallest policy lag first)."""
-        batch = [self._fresh.popleft() for _ in range(min(n, len(self._fresh)))]
+    def take_fresh(self, batch_steps: int) -> List[Piece]:
+        """The oldest never-used pieces (the smallest policy lag first), until they hold ``batch_steps``
+        steps or the fresh pieces run out."""
+        batch: List[Piece] = []
+        taken = 0
+        while self._fresh and taken < batch_steps:
+            batch.append(self._fresh.popleft())
+            taken += batch[-1].length
+        self.fresh_steps -= taken
         self._mark_used(batch)
         return batch
 
-    def sample_reusable(self, n: int) -> List[Piece]:
-        """``n`` pieces drawn uniformly, without replacement, among those used fewer than max_reuse times."""
-        if len(self._reusable) < n:
+    def sample_reusable(self, batch_steps: int) -> List[Piece]:
+        """Pieces drawn uniformly, without replacement, among those used fewer than max_reuse times, until
+        they hold ``batch_steps`` steps; none when fewer steps than that are reusable."""
+        if self.reusable_steps < batch_steps:
             return []
-        chosen_idx = set(self._rng.sample(range(len(self._reusable)), n))
+        order = list(range(len(self._reusable)))
+        self._rng.shuffle(order)
+        chosen_idx = set()
+        taken = 0
+        for i in order:
+            if taken >= batch_steps:
+                break
+            chosen_idx.add(i)
+            taken += self._reusable[i].length
         chosen = [p for i, p in enumerate(self._reusable) if i in chosen_idx]
         self._reusable = deque(p for i, p in enumerate(self._reusable) if i not in chosen_idx)
+        self.reusable_steps -= taken
         self._mark_used(chosen)
         return chosen

@@ -1,8 +1,8 @@
 """Hyperparameters of the ``impala`` trainer (the ``hyperparameters:`` block of a trainer config).
 
-Fields keep ML-Agents' meaning where the name is shared, with two IMPALA-specific readings:
-``batch_size`` counts *pieces* (unrolls of ``unroll_length`` steps), not steps, and ``buffer_size``
-is how many pieces may wait in the learner queue (oldest dropped first).
+Fields keep ML-Agents' meaning where the name is shared: ``batch_size`` is the steps per gradient step and
+``buffer_size`` the steps that may wait in the learner queue (oldest dropped first), as for built-in ppo.
+Both are made of pieces (unrolls of at most ``unroll_length`` steps that end at episode ends).
 """
 from typing import Any, Optional
 
@@ -54,10 +54,11 @@ def _unit_interval(instance, attribute, value) -> None:
 
 @attr.s(auto_attribs=True)
 class ImpalaSettings(HyperparamSettings):
-    # Pieces (unrolls) per gradient step; each piece holds up to unroll_length steps.
-    batch_size: int = attr.ib(default=16, validator=_positive_int)
-    # Most pieces waiting for the learner; when exceeded the oldest are dropped.  >= batch_size.
-    buffer_size: int = attr.ib(default=512, validator=_positive_int)
+    # Steps per gradient step (whole pieces: the oldest fresh ones until they hold this many steps).
+    # >= unroll_length.
+    batch_size: int = attr.ib(default=512, validator=_positive_int)
+    # Most steps waiting for the learner; when exceeded the oldest pieces are dropped.  >= batch_size.
+    buffer_size: int = attr.ib(default=16384, validator=_positive_int)
     learning_rate: float = attr.ib(default=3.0e-4, validator=_positive)
     learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
     # Steps per piece: trajectories are cut into pieces of this length at episode ends and every
@@ -137,5 +138,12 @@ class ImpalaSettings(HyperparamSettings):
 
     def __attrs_post_init__(self) -> None:
         compat.apply_aliases(self, "impala")
+        if self.batch_size < self.unroll_length:
+            raise _error(
+                "batch_size", self.batch_size,
+                f"an integer >= unroll_length ({self.unroll_length}): batch_size counts steps, as for ppo (earlier "
+                f"versions of mlagents-plugins counted pieces: {self.batch_size} pieces of unroll_length steps are "
+                f"{self.batch_size * self.unroll_length} steps)",
+            )
         if self.buffer_size < self.batch_size:
             raise _error("buffer_size", self.buffer_size, f"an integer >= batch_size ({self.batch_size})")

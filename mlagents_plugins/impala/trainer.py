@@ -1,9 +1,9 @@
 """IMPALA trainer: intake of trajectories, cutting into pieces, batching and update cadence.
 
-The learning itself lives in ``TorchImpalaOptimizer``.  Cadence: whenever at least ``batch_size``
-never-used pieces wait in the queue, the learner takes the oldest ``batch_size`` of them for one
-gradient step, followed by ``max_reuse - 1`` steps on random batches of pieces used fewer than
-``max_reuse`` times.  Data are never discarded for being off-policy: V-trace corrects for the lag
+The learning itself lives in ``TorchImpalaOptimizer``.  Cadence: whenever never-used pieces holding at
+least ``batch_size`` steps wait in the queue, the learner takes the oldest of them (``batch_size`` steps'
+worth) for one gradient step, followed by ``max_reuse - 1`` steps on random batches of pieces used fewer
+than ``max_reuse`` times.  Data are never discarded for being off-policy: V-trace corrects for the lag
 between the policy that acted (possibly many updates old with ``threaded: true`` and many environment
 copies) and the one learning.
 """
@@ -104,13 +104,13 @@ class ImpalaTrainer(RLTrainer):
 
     # ---- cadence ------------------------------------------------------------------------------
     def _is_ready_update(self) -> bool:
-        return self.piece_queue.num_fresh >= self.hyperparameters.batch_size
+        return self.piece_queue.fresh_steps >= self.hyperparameters.batch_size
 
     def _update_policy(self) -> bool:
         hp = self.hyperparameters
         self.cumulative_returns_since_policy_update.clear()
         update_stats: Dict[str, List[float]] = defaultdict(list)
-        while self.piece_queue.num_fresh >= hp.batch_size:
+        while self.piece_queue.fresh_steps >= hp.batch_size:
             self._learn_on(self.piece_queue.take_fresh(hp.batch_size), update_stats)
             for _ in range(hp.max_reuse - 1):
                 reused = self.piece_queue.sample_reusable(hp.batch_size)

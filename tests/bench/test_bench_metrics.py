@@ -82,3 +82,17 @@ def test_ratios_refuse_results_of_different_invocations():
     with pytest.raises(ValueError, match="one bench invocation"):
         ratios(runs)
     assert same_invocation(runs[:1]) == "today"
+
+
+def test_collapse_compares_the_final_return_with_the_best_rolling_mean_of_three_summaries():
+    from bench.metrics import best_rolling_mean, collapsed
+
+    curve = [[i * 100, float(i), r] for i, r in enumerate([0.5, 1.0, 1.5, 1.2, 0.2])]
+    assert best_rolling_mean(curve) == pytest.approx((1.0 + 1.5 + 1.2) / 3)  # not the single peak 1.5
+    assert collapsed(curve, final=0.9)  # 0.9 < 0.8 x 1.2333
+    assert not collapsed(curve, final=1.0)  # 1.0 >= 0.9867
+    rising = [[i * 100, float(i), r] for i, r in enumerate([0.1, 0.4, 0.8, 1.1])]
+    assert not collapsed(rising, final=1.0)
+    never_learned = [[i * 100, float(i), r] for i, r in enumerate([-1.0, -0.8, -0.9, -2.0])]
+    assert not collapsed(never_learned, final=-2.0)  # nothing learned, nothing to lose
+    assert not collapsed(curve[:2], final=0.0)  # too short for a rolling mean

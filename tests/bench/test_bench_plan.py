@@ -49,10 +49,19 @@ def test_ppo_keeps_on_policy_buffer_and_shares_network(config_dir):
 
 
 def test_template_keeps_only_fields_the_trainer_accepts(tmp_path):
+    from mlagents.trainers.settings import strict_to_cls
+
+    from mlagents_plugins.taac.settings import TaacSettings
+
     taac, src = plan.build_config("taac", "switching", 1000, 5, ["taac"], str(tmp_path))
     assert src.startswith("bench template")
-    assert "tau" not in taac["hyperparameters"] and "init_entcoef" not in taac["hyperparameters"]
     assert taac["hyperparameters"]["batch_size"] == plan.OFFPOLICY_TEMPLATE["batch_size"]
+    # taac takes sac's names (drop-in configs) and reads them as its own fields
+    hp = strict_to_cls(taac["hyperparameters"], TaacSettings)
+    assert hp.target_update_tau == plan.OFFPOLICY_TEMPLATE["tau"]
+    assert hp.init_action_temperature == plan.OFFPOLICY_TEMPLATE["init_entcoef"]
+    impala, _ = plan.build_config("impala", "switching", 1000, 5, ["impala"], str(tmp_path))
+    assert set(impala["hyperparameters"]) <= plan.settings_fields("impala")
 
 
 def test_pairing_by_action_kind_and_learn_runs(tmp_path):
@@ -80,3 +89,29 @@ def test_config_file_with_two_behaviors_is_rejected(tmp_path):
     (tmp_path / "fast_sac_balance.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(ValueError, match="exactly one behavior"):
         plan.load_config("fast_sac", "balance", str(tmp_path))
+
+
+def test_defaults_budget_runs_minimal_dropin_configs_on_the_validation_scenes(tmp_path):
+    from mlagents.plugins.trainer_type import register_trainer_plugins
+    from mlagents.trainers.settings import RunOptions, TrainerSettings
+
+    from mlagents_plugins.envs.scenes import scenes_in
+
+    assert set(plan.DEFAULTS.scenes) == set(scenes_in("validation")) and len(plan.DEFAULTS.seeds) >= 3
+    jobs, skipped = plan.plan_jobs(plan.DEFAULTS, ["fast_sac", "taac", "impala", "muzero_repr"],
+                                   config_dir=str(tmp_path))
+    assert {j.mode for j in jobs} == {"in_process"}
+    assert any("taac on hybrid_sparse" in s for s in skipped)
+    register_trainer_plugins()
+    for job in jobs:
+        hyper = job.config["hyperparameters"]
+        family = plan.MINIMAL_PPO if job.trainer in plan.ON_POLICY else plan.MINIMAL_SAC
+        assert {k: hyper[k] for k in family} == family, (job.trainer, hyper)
+        assert job.config["network_settings"] == plan.MINIMAL_NETWORK
+        assert job.config_source.startswith("minimal drop-in config")
+        try:  # every minimal config loads as the user's mlagents-learn would load it
+            RunOptions.from_dict({"behaviors": {"B": job.config}})
+        finally:
+            TrainerSettings.default_override = None
+    trainers_per_scene = {(j.scene, j.trainer) for j in jobs}
+    assert ("camera36", "ppo") in trainers_per_scene and ("camera36", "impala") in trainers_per_scene

@@ -23,13 +23,13 @@ def _runs(invocation="inv-A"):
 
 def test_summary_row_cells():
     lines = summary_table(summarize(_runs()))
-    assert lines[0].count("|") == lines[1].count("|") == 12
+    assert lines[0].count("|") == lines[1].count("|") == 13
     ours = next(line for line in lines if "**fast_sac**" in line)
     cells = [c.strip() for c in ours.strip("|").split("|")]
-    assert cells == ["balance", "**fast_sac**", "1/2", "200", "2.0", "1.50 ± 0.71", "200", "1.50", "1.5",
+    assert cells == ["balance", "**fast_sac**", "1/2", "200", "2.0", "1.50 ± 0.71", "0/2", "200", "1.50", "1.5",
                      "0.25", "0.12"]
     sac = next(line for line in lines if "| sac |" in line)
-    assert "| 1/1 | 200 | 8.0 | 0.50 ± 0.00 | 50 | 10.00 | — | — | — |" in sac
+    assert "| 1/1 | 200 | 8.0 | 0.50 ± 0.00 | 0/1 | 50 | 10.00 | — | — | — |" in sac
 
 
 def test_report_has_environment_ratios_plots_speed_and_skips():

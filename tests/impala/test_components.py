@@ -62,20 +62,36 @@ def test_make_batch_is_time_major_and_padded():
     assert batch.rewards["extrinsic"].shape == (5, 2)
 
 
-def test_piece_queue_fifo_reuse_bound_and_capacity():
+def test_piece_queue_counts_steps_fifo_reuse_bound_and_capacity():
     spec = behavior_spec(1)
     traj = make_trajectory(12, spec, False, False, np.random.default_rng(2))
-    pieces = cut_trajectory(_buffer_with_rewards(traj), 1, False, ["extrinsic"], np.zeros(12, int), 2)  # 6 pieces
-    queue = PieceQueue(capacity=5, max_reuse=2, seed=0)
+    pieces = cut_trajectory(_buffer_with_rewards(traj), 1, False, ["extrinsic"], np.zeros(12, int), 2)  # 6 x 2 steps
+    queue = PieceQueue(capacity=10, max_reuse=2, seed=0)
     queue.add(pieces)
-    assert len(queue) == 5 and queue.dropped == 1  # oldest fresh piece dropped
-    first = queue.take_fresh(2)
+    assert len(queue) == 5 and queue.dropped == 1 and queue.fresh_steps == 10  # oldest fresh piece dropped
+    first = queue.take_fresh(3)  # whole pieces until >= 3 steps: two pieces
     assert first == pieces[1:3]  # oldest first
-    again = queue.sample_reusable(2)
+    assert queue.fresh_steps == 6 and queue.reusable_steps == 4
+    assert queue.sample_reusable(5) == []  # only 4 reusable steps
+    again = queue.sample_reusable(4)
     assert sorted(map(id, again)) == sorted(map(id, first))
     assert all(p.uses == 2 for p in first)
-    assert queue.sample_reusable(1) == []  # used max_reuse times: gone
-    assert queue.num_fresh == 3
+    assert queue.sample_reusable(1) == [] and queue.reusable_steps == 0  # used max_reuse times: gone
+    assert queue.fresh_steps == 6
+
+
+def test_piece_queue_batch_of_short_pieces_holds_batch_size_steps():
+    """Episodes of 3 steps give pieces of 3 steps: a batch of 32 steps takes 11 of them (not 32 pieces)."""
+    spec = behavior_spec(1)
+    rng = np.random.default_rng(5)
+    pieces = []
+    for _ in range(20):
+        traj = make_trajectory(3, spec, True, False, rng)
+        pieces += cut_trajectory(_buffer_with_rewards(traj), 1, True, ["extrinsic"], np.zeros(3, int), 16)
+    queue = PieceQueue(capacity=1000, max_reuse=1, seed=0)
+    queue.add(pieces)
+    batch = queue.take_fresh(32)
+    assert [p.length for p in batch] == [3] * 11 and queue.fresh_steps == 60 - 33
 
 
 def test_policy_records_acting_versions_by_observation():
@@ -158,7 +174,10 @@ def test_settings_errors_name_field_value_and_allowed(field, value):
 
 def test_settings_buffer_smaller_than_batch_and_unknown_field():
     with pytest.raises(TrainerConfigError, match="buffer_size"):
-        strict_to_cls({"batch_size": 32, "buffer_size": 8}, ImpalaSettings)
+        strict_to_cls({"batch_size": 64, "buffer_size": 40}, ImpalaSettings)
+    # an old piece-counting config gets told what its value now means
+    with pytest.raises(TrainerConfigError, match="batch_size.*counts steps.*8 pieces of unroll_length steps are 256"):
+        strict_to_cls({"batch_size": 8}, ImpalaSettings)
     with pytest.raises(TrainerConfigError, match="num_epochs"):
         strict_to_cls({"num_epochs": 3}, ImpalaSettings)
     assert strict_to_cls({"rho_clip": None, "optimizer": "rmsprop"}, ImpalaSettings).rho_clip is None

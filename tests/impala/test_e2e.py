@@ -29,7 +29,7 @@ CONFIG = """
 behaviors:
   Balance:
     trainer_type: impala
-    hyperparameters: {{batch_size: 8, buffer_size: 128, learning_rate: 6.0e-4, unroll_length: 16, max_reuse: 2}}
+    hyperparameters: {{batch_size: 128, buffer_size: 2048, learning_rate: 6.0e-4, unroll_length: 16, max_reuse: 2}}
     network_settings: {{hidden_units: %d, num_layers: 1}}
     reward_signals: {{extrinsic: {{gamma: 0.99, strength: 1.0}}}}
     max_steps: {max_steps}

@@ -90,7 +90,7 @@ def test_hybrid_scene_with_curiosity_runs_and_trains_the_signal(tmp_path):
         "extrinsic": {"gamma": 0.99, "strength": 1.0},
         "curiosity": {"gamma": 0.9, "strength": 0.02, "learning_rate": 3e-4},
     }
-    cfg["hyperparameters"] = dict(cfg["hyperparameters"], batch_size=8, shared_critic=True)
+    cfg["hyperparameters"] = dict(cfg["hyperparameters"], batch_size=256, shared_critic=True)
     res = train_in_process(cfg, "hybrid", max_steps=3000, num_areas=1, seed=0, output_dir=str(tmp_path))
     assert res.steps >= 3000
     assert "Losses/Curiosity Forward Loss" in res.stats and "Policy/Curiosity Reward" in res.stats
