@@ -43,6 +43,22 @@ PATCHES: Tuple[HostPatch, ...] = (
         installer="mlagents_plugins.env_wait_fix:install_env_wait_fix",
         opt_out="MLAGENTS_PLUGINS_SPIN_WAIT",
     ),
+    HostPatch(
+        name="worker_lifetime",
+        target="mlagents.trainers.subprocess_env_manager.worker",
+        why="environment workers outlive a killed trainer, keeping their port and build, so --resume fails with "
+        "UnityWorkerInUseException; the replacement ends the worker and its build when the trainer dies",
+        installer="mlagents_plugins.worker_lifetime:install_worker_lifetime",
+        opt_out="MLAGENTS_PLUGINS_ORPHAN_WORKERS",
+    ),
+    HostPatch(
+        name="loopback_bind",
+        target="mlagents_envs.rpc_communicator.RpcCommunicator.create_server",
+        why="the trainer's unauthenticated gRPC server listens on every interface ([::]); the replacement binds "
+        "localhost, where builds and the Editor connect",
+        installer="mlagents_plugins.loopback_bind:install_loopback_bind",
+        opt_out="MLAGENTS_PLUGINS_BIND_ALL",
+    ),
 )
 
 _BY_NAME: Dict[str, HostPatch] = {p.name: p for p in PATCHES}
