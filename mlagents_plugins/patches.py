@@ -59,6 +59,14 @@ PATCHES: Tuple[HostPatch, ...] = (
         installer="mlagents_plugins.loopback_bind:install_loopback_bind",
         opt_out="MLAGENTS_PLUGINS_BIND_ALL",
     ),
+    HostPatch(
+        name="atomic_checkpoint",
+        target="mlagents.trainers.model_saver.torch_model_saver.TorchModelSaver.save_checkpoint",
+        why="checkpoint.pt is written in place, so a kill or a full disk mid-save leaves a truncated file and "
+        "--resume fails; the replacement writes a temporary file and renames it over the old one",
+        installer="mlagents_plugins.atomic_checkpoint:install_atomic_checkpoint",
+        opt_out="MLAGENTS_PLUGINS_INPLACE_CHECKPOINTS",
+    ),
 )
 
 _BY_NAME: Dict[str, HostPatch] = {p.name: p for p in PATCHES}

@@ -52,7 +52,8 @@ from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
-from mlagents_plugins.replay.errors import ReplayFileError, ReplayResumeError, resume_failure_message
+from mlagents_plugins.atomic_checkpoint import CheckpointSaveError
+from mlagents_plugins.replay.errors import ReplayFileError, ReplayResumeError, ReplaySaveError, resume_failure_message
 from mlagents_plugins.torch_device import bind_thread_to_default_device
 from mlagents_plugins.trainer_checks import reject_recurrent_policy
 from mlagents_plugins.replay.specs import FieldSpec
@@ -97,6 +98,8 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         # Set when loading the replay buffer (or checking it) failed in ``add_policy``: the run is about to
         # stop, and nothing it would save on the way out (models, replay) may replace the files it loaded.
         self.load_failure: Optional[str] = None
+        # Set when a checkpoint or replay save failed (e.g. a full disk): the exit-time save is skipped.
+        self.save_failure: Optional[str] = None
 
     # ------------------------------------------------------------------ subclass interface
     def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
@@ -259,18 +262,29 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         logger.info(f"Saved replay buffer ({self.replay.size} rows) to {self.replay_path}.")
 
     def _checkpoint(self) -> ModelCheckpoint:
-        ckpt = super()._checkpoint()
-        if self.checkpoint_replay_buffer:
-            self.save_replay_buffer()
+        try:
+            ckpt = super()._checkpoint()
+            if self.checkpoint_replay_buffer:
+                self.save_replay_buffer()
+        except (CheckpointSaveError, ReplaySaveError) as err:
+            self.save_failure = str(err)
+            raise
         return ckpt
 
     def save_model(self) -> None:
         """ML-Agents' exit-time save (which calls ``_checkpoint``, so the buffer is written too), skipped
-        after a failed load: the files on disk are the user's last good state and the evidence."""
+        after a failed load: the files on disk are the user's last good state and the evidence; and after a
+        failed save: the same cause (a full disk) would fail again and bury the first error under a second."""
         if self.load_failure is not None:
             logger.warning(
                 f"Not saving {self.brain_name}: its replay buffer failed to load, so the files in "
                 f"{self.artifact_path} are left exactly as they were."
+            )
+            return
+        if self.save_failure is not None:
+            logger.warning(
+                f"Not saving {self.brain_name} on exit: a save failed during the run (see the error); the last "
+                f"complete checkpoint and replay buffer in {self.artifact_path} are unchanged."
             )
             return
         super().save_model()
