@@ -67,6 +67,14 @@ PATCHES: Tuple[HostPatch, ...] = (
         installer="mlagents_plugins.atomic_checkpoint:install_atomic_checkpoint",
         opt_out="MLAGENTS_PLUGINS_INPLACE_CHECKPOINTS",
     ),
+    HostPatch(
+        name="connect_errors",
+        target="mlagents_envs.environment.UnityEnvironment._send_academy_parameters",
+        why="an Editor that never presses Play gets a generic time-out about Behavior Type and graphics, a build "
+        "that exits at start a bare return code; the replacement says which, on which port, and the build's log",
+        installer="mlagents_plugins.connect_errors:install_connect_errors",
+        opt_out="MLAGENTS_PLUGINS_PLAIN_CONNECT_ERRORS",
+    ),
 )
 
 _BY_NAME: Dict[str, HostPatch] = {p.name: p for p in PATCHES}
