@@ -69,7 +69,22 @@ EXTRA_TRAINER = "trainer_type"
 EXTRA_RNG = "rng_state"
 
 STAT_UPDATES = "Replay/Updates"
+STAT_DROPPED_NONFINITE = "Replay/Dropped Non-finite Chunks"
 STAT_REPLAY_SIZE = "Replay/Size"
+
+
+def nonfinite_input(trajectory: Trajectory) -> Optional[str]:
+    """What in ``trajectory`` (observations, next observations, rewards) holds NaN or inf, or None."""
+    steps = trajectory.steps
+    if not np.isfinite(np.asarray([s.reward for s in steps], dtype=np.float64)).all():
+        return "reward"
+    for k in range(len(steps[0].obs) if steps else 0):
+        if not all(np.isfinite(s.obs[k]).all() for s in steps):
+            return f"observation {k}"
+    for k, o in enumerate(trajectory.next_obs):
+        if not np.isfinite(o).all():
+            return f"observation {k} (after the last step)"
+    return None
 
 
 class OffPolicyTrainerBase(RLTrainer, abc.ABC):
@@ -100,6 +115,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         self.load_failure: Optional[str] = None
         # Set when a checkpoint or replay save failed (e.g. a full disk): the exit-time save is skipped.
         self.save_failure: Optional[str] = None
+        self.dropped_nonfinite = 0  # trajectory chunks refused for NaN/inf observations or rewards
 
     # ------------------------------------------------------------------ subclass interface
     def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
@@ -292,6 +308,19 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
     # ------------------------------------------------------------------ intake
     def _process_trajectory(self, trajectory: Trajectory) -> None:
         super()._process_trajectory(trajectory)
+        bad = nonfinite_input(trajectory)
+        if bad is not None:
+            # A NaN in the replay or the normalizer would reach every later update and every checkpoint.
+            self.dropped_nonfinite += 1
+            if self.dropped_nonfinite == 1 or self.dropped_nonfinite % 100 == 0:
+                logger.warning(
+                    f"{self.brain_name}: dropped a trajectory chunk of {len(trajectory.steps)} steps (agent "
+                    f"{trajectory.agent_id}): its {bad} holds NaN or infinite values sent by the environment. It is "
+                    "kept out of the replay buffer and the normalizer, so the model and its checkpoints stay finite "
+                    f"({self.dropped_nonfinite} chunk(s) dropped so far); check the build's observations and rewards."
+                )
+            self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
+            return
         agent_id = trajectory.agent_id
         buf = trajectory.to_agentbuffer()
         self._warn_if_group_reward(buf)
