@@ -66,7 +66,9 @@ def bind_to_parent(parent: int, use_death_signal: bool = True) -> str:
         if os.getppid() != parent:  # the parent died before the kernel knew to tell us
             _stop_worker(f"the trainer (pid {parent}) is gone")
         return "pdeathsig"
-    lifetime.watch_processes([], lambda pid: _stop_worker(f"the trainer (pid {pid}) is gone"), parent=parent)
+    # Watch the pid itself too: Windows does not reparent orphans, so there only the pid tells.
+    lifetime.watch_processes([(parent, lifetime.start_time(parent))],
+                             lambda pid: _stop_worker(f"the trainer (pid {pid}) is gone"), parent=parent)
     if not lifetime.process_alive(parent):
         _stop_worker(f"the trainer (pid {parent}) is gone")
     return "watchdog"
