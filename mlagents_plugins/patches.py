@@ -43,6 +43,38 @@ PATCHES: Tuple[HostPatch, ...] = (
         installer="mlagents_plugins.env_wait_fix:install_env_wait_fix",
         opt_out="MLAGENTS_PLUGINS_SPIN_WAIT",
     ),
+    HostPatch(
+        name="worker_lifetime",
+        target="mlagents.trainers.subprocess_env_manager.worker",
+        why="environment workers outlive a killed trainer, keeping their port and build, so --resume fails with "
+        "UnityWorkerInUseException; the replacement ends the worker and its build when the trainer dies",
+        installer="mlagents_plugins.worker_lifetime:install_worker_lifetime",
+        opt_out="MLAGENTS_PLUGINS_ORPHAN_WORKERS",
+    ),
+    HostPatch(
+        name="loopback_bind",
+        target="mlagents_envs.rpc_communicator.RpcCommunicator.create_server",
+        why="the trainer's unauthenticated gRPC server listens on every interface ([::]); the replacement binds "
+        "localhost, where builds and the Editor connect",
+        installer="mlagents_plugins.loopback_bind:install_loopback_bind",
+        opt_out="MLAGENTS_PLUGINS_BIND_ALL",
+    ),
+    HostPatch(
+        name="atomic_checkpoint",
+        target="mlagents.trainers.model_saver.torch_model_saver.TorchModelSaver.save_checkpoint",
+        why="checkpoint.pt is written in place, so a kill or a full disk mid-save leaves a truncated file and "
+        "--resume fails; the replacement writes a temporary file and renames it over the old one",
+        installer="mlagents_plugins.atomic_checkpoint:install_atomic_checkpoint",
+        opt_out="MLAGENTS_PLUGINS_INPLACE_CHECKPOINTS",
+    ),
+    HostPatch(
+        name="connect_errors",
+        target="mlagents_envs.environment.UnityEnvironment._send_academy_parameters",
+        why="an Editor that never presses Play gets a generic time-out about Behavior Type and graphics, a build "
+        "that exits at start a bare return code; the replacement says which, on which port, and the build's log",
+        installer="mlagents_plugins.connect_errors:install_connect_errors",
+        opt_out="MLAGENTS_PLUGINS_PLAIN_CONNECT_ERRORS",
+    ),
 )
 
 _BY_NAME: Dict[str, HostPatch] = {p.name: p for p in PATCHES}

@@ -1,10 +1,11 @@
 """Every change to ML-Agents' behaviour is listed in ``patches``, guarded by version and switched off by its
 variable; the list is the one the mlagents-learn hook installs."""
 import importlib
+import os
 
 import pytest
 
-from mlagents_plugins import patches, plugin_hooks
+from mlagents_plugins import lifetime, patches, plugin_hooks
 
 
 def _owner_and_attr(target):
@@ -38,7 +39,7 @@ def test_each_patch_is_guarded_by_version_and_opt_out(monkeypatch, patch_and_ori
     installer = patches._installer(patch)
     assert patch.why and patch.opt_out.startswith("MLAGENTS_PLUGINS_") and patch.versions == ("1.1.0",)
     original = owner.__dict__[attr_name]
-    assert original.__module__.startswith("mlagents.")
+    assert original.__module__.startswith(("mlagents.", "mlagents_envs."))  # ML-Agents' trainer or env package
     monkeypatch.setenv(patch.opt_out, "1")
     assert installer() is False and owner.__dict__[attr_name] is original
     monkeypatch.delenv(patch.opt_out)
@@ -61,5 +62,7 @@ def test_targets_exist_in_the_installed_mlagents_and_names_are_unique():
 def test_the_mlagents_learn_hook_installs_every_listed_patch(monkeypatch):
     seen = []
     monkeypatch.setattr(patches, "_installer", lambda p: (lambda: seen.append(p.name) or True))
+    monkeypatch.setenv(lifetime.TRAINER_PID_ENV, "")  # restored afterwards: the hook names this process
     assert plugin_hooks.stats_writers(None) == []
     assert seen == [p.name for p in patches.PATCHES]
+    assert os.environ[lifetime.TRAINER_PID_ENV] == str(os.getpid())

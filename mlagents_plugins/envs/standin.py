@@ -13,6 +13,10 @@ single unary ``Exchange`` RPC for everything, exactly like Unity's RpcCommunicat
 Python closes by replying status 400 and stopping its server at once, so CANCELLED/UNAVAILABLE after
 the handshake also means "closed": exit 0.  Every call has a deadline (``--timeout-wait``) and a lost
 connection is retried a few times only, so a trainer that disappears never leaves this process hanging.
+Launched by ``mlagents-learn`` (its environment names the trainer, ``lifetime.TRAINER_PID_ENV``), a thread
+also watches the trainer and the worker that launched us and exits (code 3) within a second of either
+ending - also when a half-dead worker still holds the port and would leave an exchange waiting for its
+deadline.
 
 ``--write-builds DIR`` writes launchers ``DIR/<Behavior>.x86_64`` so ``mlagents-learn --env=DIR/Balance``
 works unchanged.
@@ -33,6 +37,7 @@ from mlagents_envs.communicator_objects.header_pb2 import HeaderProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
 from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import UnityToExternalProtoStub
 
+from mlagents_plugins import lifetime
 from mlagents_plugins.envs.academy import Academy
 from mlagents_plugins.envs.scenes import ALL_SCENES
 from mlagents_plugins.envs.wire import actions_from_protos, agent_info_protos, brain_parameters_proto
@@ -344,6 +349,21 @@ def _setup_logging(log_file: Optional[str]) -> None:
     root.propagate = False
 
 
+def _exit_when_trainer_gone() -> None:
+    """When launched by a trainer, exit as soon as it or our parent (its environment worker) is gone."""
+    trainer = lifetime.trainer_from_environment()
+    if trainer is None:
+        return
+
+    def gone(pid: int) -> None:
+        who = "the trainer" if pid == trainer[0] else "the environment worker that launched this build"
+        logger.error(f"stopping: {who} (pid {pid}) is gone")
+        logging.shutdown()
+        os._exit(EXIT_TRAINER_LOST)
+
+    lifetime.watch_processes([trainer], gone, parent=os.getppid())
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ours, log_file, ignored = split_unity_args(argv)
@@ -359,6 +379,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error(f"--scene is required (one of: {', '.join(sorted(ALL_SCENES))}) unless --write-builds is given")
     if ignored:
         logger.info(f"ignoring Unity player arguments: {' '.join(ignored)}")
+    _exit_when_trainer_gone()
     standin = StandIn(args)
     try:
         return standin.serve()

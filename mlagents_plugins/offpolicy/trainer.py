@@ -52,7 +52,8 @@ from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
-from mlagents_plugins.replay.errors import ReplayFileError, ReplayResumeError, resume_failure_message
+from mlagents_plugins.atomic_checkpoint import CheckpointSaveError
+from mlagents_plugins.replay.errors import ReplayFileError, ReplayResumeError, ReplaySaveError, resume_failure_message
 from mlagents_plugins.torch_device import bind_thread_to_default_device
 from mlagents_plugins.trainer_checks import reject_recurrent_policy
 from mlagents_plugins.replay.specs import FieldSpec
@@ -68,7 +69,22 @@ EXTRA_TRAINER = "trainer_type"
 EXTRA_RNG = "rng_state"
 
 STAT_UPDATES = "Replay/Updates"
+STAT_DROPPED_NONFINITE = "Replay/Dropped Non-finite Chunks"
 STAT_REPLAY_SIZE = "Replay/Size"
+
+
+def nonfinite_input(trajectory: Trajectory) -> Optional[str]:
+    """What in ``trajectory`` (observations, next observations, rewards) holds NaN or inf, or None."""
+    steps = trajectory.steps
+    if not np.isfinite(np.asarray([s.reward for s in steps], dtype=np.float64)).all():
+        return "reward"
+    for k in range(len(steps[0].obs) if steps else 0):
+        if not all(np.isfinite(s.obs[k]).all() for s in steps):
+            return f"observation {k}"
+    for k, o in enumerate(trajectory.next_obs):
+        if not np.isfinite(o).all():
+            return f"observation {k} (after the last step)"
+    return None
 
 
 class OffPolicyTrainerBase(RLTrainer, abc.ABC):
@@ -97,6 +113,9 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         # Set when loading the replay buffer (or checking it) failed in ``add_policy``: the run is about to
         # stop, and nothing it would save on the way out (models, replay) may replace the files it loaded.
         self.load_failure: Optional[str] = None
+        # Set when a checkpoint or replay save failed (e.g. a full disk): the exit-time save is skipped.
+        self.save_failure: Optional[str] = None
+        self.dropped_nonfinite = 0  # trajectory chunks refused for NaN/inf observations or rewards
 
     # ------------------------------------------------------------------ subclass interface
     def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
@@ -259,18 +278,29 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         logger.info(f"Saved replay buffer ({self.replay.size} rows) to {self.replay_path}.")
 
     def _checkpoint(self) -> ModelCheckpoint:
-        ckpt = super()._checkpoint()
-        if self.checkpoint_replay_buffer:
-            self.save_replay_buffer()
+        try:
+            ckpt = super()._checkpoint()
+            if self.checkpoint_replay_buffer:
+                self.save_replay_buffer()
+        except (CheckpointSaveError, ReplaySaveError) as err:
+            self.save_failure = str(err)
+            raise
         return ckpt
 
     def save_model(self) -> None:
         """ML-Agents' exit-time save (which calls ``_checkpoint``, so the buffer is written too), skipped
-        after a failed load: the files on disk are the user's last good state and the evidence."""
+        after a failed load: the files on disk are the user's last good state and the evidence; and after a
+        failed save: the same cause (a full disk) would fail again and bury the first error under a second."""
         if self.load_failure is not None:
             logger.warning(
                 f"Not saving {self.brain_name}: its replay buffer failed to load, so the files in "
                 f"{self.artifact_path} are left exactly as they were."
+            )
+            return
+        if self.save_failure is not None:
+            logger.warning(
+                f"Not saving {self.brain_name} on exit: a save failed during the run (see the error); the last "
+                f"complete checkpoint and replay buffer in {self.artifact_path} are unchanged."
             )
             return
         super().save_model()
@@ -278,6 +308,19 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
     # ------------------------------------------------------------------ intake
     def _process_trajectory(self, trajectory: Trajectory) -> None:
         super()._process_trajectory(trajectory)
+        bad = nonfinite_input(trajectory)
+        if bad is not None:
+            # A NaN in the replay or the normalizer would reach every later update and every checkpoint.
+            self.dropped_nonfinite += 1
+            if self.dropped_nonfinite == 1 or self.dropped_nonfinite % 100 == 0:
+                logger.warning(
+                    f"{self.brain_name}: dropped a trajectory chunk of {len(trajectory.steps)} steps (agent "
+                    f"{trajectory.agent_id}): its {bad} holds NaN or infinite values sent by the environment. It is "
+                    "kept out of the replay buffer and the normalizer, so the model and its checkpoints stay finite "
+                    f"({self.dropped_nonfinite} chunk(s) dropped so far); check the build's observations and rewards."
+                )
+            self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
+            return
         agent_id = trajectory.agent_id
         buf = trajectory.to_agentbuffer()
         self._warn_if_group_reward(buf)

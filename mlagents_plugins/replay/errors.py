@@ -17,6 +17,10 @@ class ReplaySpecMismatchError(ReplayFileError):
     """The file's field specs differ from the ones the trainer expects (each differing field is listed)."""
 
 
+class ReplaySaveError(UnityTrainerException):
+    """The replay buffer could not be written (e.g. a full disk); the previous file at that path is unchanged."""
+
+
 class ReplayResumeError(ReplayFileError):
     """``--resume`` could not load the run's replay file; the file was left untouched (see the message)."""
 

@@ -32,6 +32,7 @@ from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.errors import (
     ReplayFileError,
     ReplayFileNotFoundError,
+    ReplaySaveError,
     ReplaySpecMismatchError,
 )
 from mlagents_plugins.replay.specs import FieldSpec, ReplaySpec, as_replay_spec
@@ -147,11 +148,12 @@ def save_replay(path: PathLike, buffer: ReplayBuffer, extra: Optional[dict] = No
         raise ValueError(f"save_replay: extra must be JSON-serialisable (no NaN/inf): {e}") from e
 
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    _remove_stale_tmp_files(path)
     tmp = f"{path}.tmp-{os.getpid()}"
+    existed = os.path.exists(path)
     digest = hashlib.sha256()
     try:
+        os.makedirs(directory, exist_ok=True)
+        _remove_stale_tmp_files(path)
         with open(tmp, "wb") as f:
             for chunk in (_PREFIX.pack(MAGIC, FORMAT_VERSION, len(header_bytes)), header_bytes):
                 digest.update(chunk)
@@ -166,11 +168,18 @@ def save_replay(path: PathLike, buffer: ReplayBuffer, extra: Optional[dict] = No
             os.fsync(f.fileno())
             nbytes = f.tell()
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         try:
             os.remove(tmp)
         except OSError:
             pass
+        if isinstance(err, OSError):
+            before = "the previous file there is unchanged" if existed else "no file was written"
+            raise ReplaySaveError(
+                f"could not save the replay buffer to {path}: {err.strerror or err} ({type(err).__name__}); "
+                f"{before}. Free disk space (or fix the folder's permissions) and run again with --resume to "
+                "continue from the last complete save."
+            ) from err
         raise
     _fsync_dir(directory)
     return nbytes

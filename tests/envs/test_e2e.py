@@ -3,12 +3,14 @@ import glob
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
 import pytest
 
-from tests.envs.conftest import REPO, free_base_port, popen_standin, wait_for_editor_port
+from mlagents_plugins.testing.sockets import is_loopback, listening_addresses
+from tests.envs.conftest import EDITOR_PORT, REPO, free_base_port, popen_standin, wait_for_editor_port
 
 pytestmark = pytest.mark.e2e
 
@@ -96,16 +98,28 @@ def test_standin_that_quits_mid_run_is_restarted(builds, tmp_path):
     assert os.path.isfile(os.path.join(results, "crash", "Balance.onnx"))
 
 
+def _watch_listening(port, seen, stop):
+    while not stop.is_set():
+        seen.update(listening_addresses(port))
+        time.sleep(0.05)
+
+
 def test_editor_mode(tmp_path):
     wait_for_editor_port()
     results = str(tmp_path / "results")
     proc = popen_standin("--scene", "balance", "--connect-timeout", "90", log_path=str(tmp_path / "editor.log"))
+    seen, stop = set(), threading.Event()
+    watcher = threading.Thread(target=_watch_listening, args=(EDITOR_PORT, seen, stop), daemon=True)
+    watcher.start()
     try:
         out, _ = learn(write_config(tmp_path, 600), "--run-id=editor", f"--results-dir={results}")
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         assert "Listening on port 5004" in out.stdout + out.stderr
         assert proc.wait(timeout=30) == 0
         assert os.path.isfile(os.path.join(results, "editor", "Balance.onnx"))
+        if sys.platform == "linux":  # the trainer's port was reachable from this machine only (loopback_bind)
+            assert seen and all(is_loopback(a) for a in seen), seen
     finally:
+        stop.set()
         if proc.poll() is None:
             proc.kill()

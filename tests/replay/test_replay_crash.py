@@ -11,6 +11,7 @@ import pytest
 import mlagents_plugins
 from mlagents_plugins.replay import FieldSpec, ReplayBuffer
 from mlagents_plugins.replay import persistence
+from mlagents_plugins.replay.errors import ReplaySaveError
 from mlagents_plugins.replay.persistence import inspect_replay, load_replay, save_replay
 
 SPECS = {"obs": FieldSpec((8,), "float32"), "reward": FieldSpec((), "float32"), "done": FieldSpec((), "bool")}
@@ -101,8 +102,14 @@ def test_failure_inside_save_keeps_previous_file(tmp_path, monkeypatch):
     big = ReplayBuffer(1000, SPECS)
     g = np.arange(1000, dtype=np.float32)
     big.add({"obs": np.zeros((1000, 8)), "reward": g, "done": np.zeros(1000, bool)})
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(ReplaySaveError, match="No space left on device.*the previous file there is unchanged"):
         save_replay(path, big, {"generation": "new"})
     monkeypatch.undo()
     assert os.listdir(tmp_path) == ["replay.bin"]
     assert check_intact(path) == "old"
+
+
+def test_unusable_folder_is_a_clear_save_error(tmp_path):
+    (tmp_path / "results").write_text("a file where the run's folder should be")
+    with pytest.raises(ReplaySaveError, match=r"results/Balance/replay.bin: .*; no file was written"):
+        save_replay(tmp_path / "results" / "Balance" / "replay.bin", old_buffer(), {"generation": "old"})

@@ -77,6 +77,7 @@ def make_trainer(
     seed: int = 0,
     max_steps: int = 10000,
     encoder: str = "simple",
+    normalize: bool = False,
     **hyper,
 ) -> FastSACTrainer:
     hp = dict(batch_size=8, buffer_size=200, buffer_init_steps=0, steps_per_update=1.0)
@@ -87,6 +88,7 @@ def make_trainer(
     settings.network_settings.hidden_units = 16
     settings.network_settings.num_layers = 1
     settings.network_settings.vis_encode_type = EncoderType(encoder)
+    settings.network_settings.normalize = normalize
     trainer = FastSACTrainer("B", 10, settings, True, load, seed, str(tmp_path / "B"))
     behavior_id = BehaviorIdentifiers.from_name_behavior_id("B?team=0")
     policy = trainer.create_policy(behavior_id, spec)

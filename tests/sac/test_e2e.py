@@ -40,16 +40,21 @@ def builds(tmp_path_factory):
     return str(d)
 
 
-def _run_learn(tmp_path, builds, max_steps, *extra):
+def _learn_command(tmp_path, builds, max_steps, *extra):
+    """(argv, environment) of the mlagents-learn run the tests here make; a later ``--base-port`` in ``extra``
+    overrides the random free one."""
     cfg = tmp_path / f"cfg_{max_steps}.yaml"
     cfg.write_text(CONFIG.format(max_steps=max_steps))
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    out = subprocess.run(
-        [MLAGENTS_LEARN, str(cfg), f"--env={builds}/Balance", "--run-id=fs", f"--base-port={free_base_port()}",
-         f"--results-dir={tmp_path / 'results'}", "--no-graphics", "--torch-device", "cpu", "--timeout-wait", "60",
-         *extra],
-        cwd=REPO, capture_output=True, text=True, timeout=240, env=env,
-    )
+    argv = [MLAGENTS_LEARN, str(cfg), f"--env={builds}/Balance", "--run-id=fs", f"--base-port={free_base_port()}",
+            f"--results-dir={tmp_path / 'results'}", "--no-graphics", "--torch-device", "cpu", "--timeout-wait", "60",
+            *extra]
+    return argv, env
+
+
+def _run_learn(tmp_path, builds, max_steps, *extra):
+    argv, env = _learn_command(tmp_path, builds, max_steps, *extra)
+    out = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=240, env=env)
     return out.returncode, out.stdout + out.stderr
 
 

@@ -1,0 +1,34 @@
+"""NaN or inf from the environment (observations or rewards) never reaches the replay buffer or the normalizer:
+the chunk is dropped with a warning naming what was non-finite; finite chunks are stored as before."""
+import numpy as np
+import pytest
+from helpers import make_spec, make_trainer, make_trajectory
+
+
+@pytest.mark.parametrize("where", ["obs", "reward", "next_obs"])
+def test_nonfinite_chunk_is_dropped_with_a_warning(tmp_path, caplog, where):
+    spec = make_spec()
+    trainer = make_trainer(spec, tmp_path, buffer_init_steps=10 ** 6, normalize=True)
+    rng = np.random.default_rng(0)
+    trainer._process_trajectory(make_trajectory(spec, 9, rng))
+    size = trainer.replay.size
+    mean_before = trainer.policy.actor.network_body.observation_encoder.processors[0].normalizer.running_mean.clone()
+    bad = make_trajectory(spec, 9, rng)
+    if where == "obs":
+        bad.steps[4].obs[0][1] = np.nan
+        expected = "observation 0 holds"
+    elif where == "reward":
+        bad.steps[2] = bad.steps[2]._replace(reward=float("inf"))
+        expected = "reward holds"
+    else:
+        bad.next_obs[0][0] = np.nan
+        expected = "observation 0 (after the last step) holds"
+    with caplog.at_level("WARNING"):
+        trainer._process_trajectory(bad)
+    assert trainer.replay.size == size and trainer.dropped_nonfinite == 1
+    assert expected in caplog.text and "NaN or infinite" in caplog.text
+    normalizer = trainer.policy.actor.network_body.observation_encoder.processors[0].normalizer
+    assert np.isfinite(normalizer.running_mean.numpy()).all()
+    assert (normalizer.running_mean == mean_before).all()
+    trainer._process_trajectory(make_trajectory(spec, 9, rng))
+    assert trainer.replay.size > size
