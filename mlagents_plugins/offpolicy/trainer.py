@@ -23,7 +23,7 @@ the ratio on exactly; without a saved buffer they are re-derived from the step (
 
 Replay persistence (``save_replay_buffer: true``): saved into the run's behavior folder at every checkpoint
 and at exit, loaded on ``--resume``.  A missing file gives a warning naming the path; a corrupt or mismatching
-file stops the run with the loader's error (``ReplayResumeError``, saying what the user can do), and that
+file stops the run with the loader's error (saying also what the user can do), and that
 run then saves nothing on its way out, so the file stays byte-identical, never replaced by an empty buffer.
 """
 import abc
@@ -53,7 +53,7 @@ from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.atomic_checkpoint import CheckpointSaveError
-from mlagents_plugins.replay.errors import ReplayFileError, ReplayResumeError, ReplaySaveError, resume_failure_message
+from mlagents_plugins.replay.errors import ReplayFileError, ReplaySaveError, resume_failure
 from mlagents_plugins.torch_device import bind_thread_to_default_device
 from mlagents_plugins.trainer_checks import reject_recurrent_policy
 from mlagents_plugins.replay.specs import FieldSpec
@@ -193,7 +193,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
             # the exit-time save would write the empty buffer over the file that failed to load.
             self.load_failure = str(err)
             if isinstance(err, ReplayFileError) and self.load and self.checkpoint_replay_buffer:
-                raise ReplayResumeError(resume_failure_message(self.replay_path, err)) from err
+                raise resume_failure(self.replay_path, err) from err
             raise
 
     @property

@@ -21,13 +21,10 @@ class ReplaySaveError(UnityTrainerException):
     """The replay buffer could not be written (e.g. a full disk); the previous file at that path is unchanged."""
 
 
-class ReplayResumeError(ReplayFileError):
-    """``--resume`` could not load the run's replay file; the file was left untouched (see the message)."""
-
-
-def resume_failure_message(path: str, err: Exception) -> str:
-    """What went wrong with the run's replay file on ``--resume``, and the user's ways on from there."""
-    return (
+def resume_failure(path: str, err: ReplayFileError) -> ReplayFileError:
+    """``err`` (same class, so callers can still tell a mismatch from a damaged file) with what ``--resume``
+    left untouched and the user's ways on from there added to its message."""
+    return type(err)(
         f"{err}\n"
         f"--resume stopped: the replay buffer in {path} could not be loaded. Nothing of this run was saved, "
         "so that file (and the checkpoint) are unchanged. To go on, either move the file aside (then --resume "

@@ -174,7 +174,7 @@ def test_resume_with_mismatched_spec_stops(tmp_path):
     first.save_model()
     from mlagents_plugins.replay.errors import ReplaySpecMismatchError
 
-    with pytest.raises(ReplaySpecMismatchError, match="obs_0"):
+    with pytest.raises(ReplaySpecMismatchError, match="(?s)obs_0.*--resume stopped.*move the file aside"):
         make_trainer(make_spec(obs_shapes=((4,),)), tmp_path, load=True, save_replay_buffer=True)
 
 

@@ -154,7 +154,7 @@ def test_resume_with_a_bad_replay_file_fails_clearly_and_changes_no_file(tmp_pat
 
     returncode, text = _run_learn(tmp_path, builds, 2000, "--resume")
     assert returncode != 0, text[-3000:]
-    assert "ReplayResumeError" in text and expected in text and "move the file aside" in text, text[-3000:]
+    assert "--resume stopped" in text and expected in text and "move the file aside" in text, text[-3000:]
     assert "Saved replay buffer" not in text and "Not saving Balance" in text
     # The replay file, and every checkpoint file next to it, is exactly as before the failed resume.
     assert _snapshot(behavior_dir) == before
