@@ -126,8 +126,11 @@ def connect(address: str, num_envs: int, cpus_per_env: float) -> None:
                  log_to_driver=False, configure_logging=False)
         return
     if address == "auto":
-        found = services.get_ray_address_from_environment("auto", None)
-        if not found:
+        try:
+            found = services.get_ray_address_from_environment("auto", None)
+        except ConnectionError as err:  # e.g. several clusters running on this machine
+            raise RayOptionsError(f"--ray-address=auto: {err}; give the head's HOST:PORT instead") from None
+        if not found or found == "auto":
             raise RayOptionsError(
                 "--ray-address=auto found no running Ray cluster on this machine: start one with "
                 "`ray start --head` (add --node-ip-address=127.0.0.1 for a single machine), give its HOST:PORT, "
