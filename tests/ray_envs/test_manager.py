@@ -33,15 +33,19 @@ def difficulties_per_copy(manager, n_copies: int, min_steps: int = 0, timeout: f
     return dict(seen)
 
 
-def test_parameters_reach_every_copy_and_survive_a_restart(builds, local_cluster, tmp_path):  # noqa: F811
+def test_missing_build_then_parameters_reach_every_copy_and_survive_a_restart(builds, local_cluster, tmp_path):  # noqa: F811
     import ray
 
     from mlagents_plugins.ray_envs.actor import LaunchSpec
     from mlagents_plugins.ray_envs.cli import connect
-    from mlagents_plugins.ray_envs.manager import RayEnvManager, RayOptions
+    from mlagents_plugins.ray_envs.manager import RayEnvError, RayEnvManager, RayOptions
 
     connect(local_cluster.address, num_envs=4, cpus_per_env=1)
     logs = str(tmp_path / "run_logs")
+    missing = LaunchSpec(env_path=f"{tmp_path}/NoSuchBuild", no_graphics=True, no_graphics_monitor=False, seed=0,
+                         num_areas=1, timeout_wait=60, env_args=None, log_folder=logs)
+    with pytest.raises(RayEnvError, match=f"no build at --env='{tmp_path}/NoSuchBuild' on node"):
+        RayEnvManager(missing, RunOptions(), 2, RayOptions(cpus_per_env=1))
     spec = LaunchSpec(env_path=f"{builds}/Balance", no_graphics=True, no_graphics_monitor=False, seed=0, num_areas=1,
                       timeout_wait=60, env_args=["--max-episode-steps", "20"], log_folder=logs)
     manager = RayEnvManager(spec, RunOptions(), 4, RayOptions(cpus_per_env=1))
