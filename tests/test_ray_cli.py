@@ -64,3 +64,11 @@ def test_ray_address_needs_a_build(tmp_path):
     cfg.write_text("behaviors:\n  B:\n    trainer_type: ppo\n")
     with pytest.raises(SystemExit, match="--ray-address needs --env=path/to/Build"):
         cli.main([str(cfg), "--run-id=x", "--ray-address=local"])
+
+
+def test_main_without_ray_installed_says_how_to_install(monkeypatch, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("behaviors:\n  B:\n    trainer_type: ppo\n")
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(SystemExit, match=r'pip install "mlagents-plugins\[ray\]"'):
+        cli.main([str(cfg), "--env=b/Balance", "--run-id=x", "--ray-address=auto"])

@@ -210,6 +210,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         learn.run_cli(options)
         return
 
+    if options.env_settings.env_path is None:
+        raise RayOptionsError("--ray-address needs --env=path/to/Build (copies launch the build on their nodes)")
+    connect(ray_args.ray_address, options.env_settings.num_envs, ray_args.ray_cpus_per_env)
+
     from mlagents_plugins.ray_envs.manager import RayOptions
 
     ray_options = RayOptions(
@@ -217,9 +221,6 @@ def main(argv: Optional[List[str]] = None) -> None:
         resources={k: float(v) for k, v in ray_args.ray_env_resources.items()},
         runtime_env=ray_args.ray_runtime_env, start_timeout_s=ray_args.ray_start_timeout,
     )
-    if options.env_settings.env_path is None:
-        raise RayOptionsError("--ray-address needs --env=path/to/Build (copies launch the build on their nodes)")
-    connect(ray_args.ray_address, options.env_settings.num_envs, ray_options.cpus_per_env)
     ray = _import_ray()
     try:
         with ray_env_manager_in_learn(ray_options):

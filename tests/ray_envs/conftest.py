@@ -3,7 +3,8 @@ worker "nodes" with 2 CPUs each, all bound to 127.0.0.1 and without dashboards.
 
 With ``--ray-cpus-per-env 1`` four copies fill both worker nodes, two each (Ray's SPREAD placement), and a
 copy whose node is removed finds no room elsewhere.  Each node also carries a custom resource naming it
-(``node_a`` / ``node_b``) so a test can pin copies with ``--ray-env-resources``.
+(``node_a`` / ``node_b``) so a test can pin copies with ``--ray-env-resources``.  Ray is imported only when
+a cluster is made: each test module skips itself first (``pytest.importorskip``) when ray is not installed.
 """
 import os
 import shutil
@@ -14,10 +15,7 @@ import time
 
 import pytest
 
-ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
-
-from tests.envs.conftest import REPO, builds  # noqa: E402,F401  (builds is a fixture)
+from tests.envs.conftest import REPO, builds  # noqa: F401  (builds is a fixture)
 
 LOOPBACK = "127.0.0.1"
 LEARN = os.path.join(os.path.dirname(sys.executable), "mlagents-plugins-learn")
@@ -26,6 +24,8 @@ NODE_ARGS = dict(node_ip_address=LOOPBACK, include_dashboard=False, object_store
 
 class LocalCluster:
     def __init__(self):
+        from ray.cluster_utils import Cluster
+
         # A short private temp dir: Ray's socket paths must stay under 107 characters, and /tmp/ray is shared.
         self.temp_dir = tempfile.mkdtemp(prefix="ray16-", dir="/tmp")
         self.cluster = Cluster(initialize_head=True, head_node_args=dict(NODE_ARGS, num_cpus=0, temp_dir=self.temp_dir))

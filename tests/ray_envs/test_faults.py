@@ -6,6 +6,8 @@ import os
 import signal
 
 import pytest
+
+pytest.importorskip("ray")  # the ray extra is optional; without it these tests skip
 import yaml
 
 from tests.impala.test_e2e_learning import scalars

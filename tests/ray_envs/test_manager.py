@@ -9,6 +9,8 @@ import time
 from collections import defaultdict
 
 import pytest
+
+pytest.importorskip("ray")  # the ray extra is optional; without it these tests skip
 from mlagents.trainers.settings import ConstantSettings, RunOptions
 
 from mlagents_plugins.envs.academy import STAT_DIFFICULTY

@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 import pytest
+
+pytest.importorskip("ray")  # the ray extra is optional; without it these tests skip
 import yaml
 
 from mlagents_plugins.envs.scenes import SCENES
