@@ -114,7 +114,7 @@ class RayEnvManager(EnvManager):
             strategy = NodeAffinitySchedulingStrategy(node_id, soft=True)
         opts: Dict[str, Any] = dict(
             num_cpus=self.options.cpus_per_env, num_gpus=self.options.gpus_per_env, max_restarts=0,
-            scheduling_strategy=strategy, name=None,
+            scheduling_strategy=strategy,
         )
         if self.options.resources:
             opts["resources"] = dict(self.options.resources)
@@ -356,7 +356,13 @@ class RayEnvManager(EnvManager):
             self._record_cluster_stats()
 
     def _record_cluster_stats(self) -> None:
+        for c in self.copies:
+            if not c.alive:
+                c.steps_per_second = 0.0
         for r in self._reporters():
+            for c in self.copies:
+                if not c.alive:
+                    r.set_stat(STAT_COPY_STEPS_PER_SECOND.format(c.worker_id), 0.0)
             r.set_stat(STAT_RESTARTS, float(sum(c.restarts for c in self.copies)))
             r.set_stat(STAT_COPIES_ALIVE, float(len(self.alive_copies)))
 
