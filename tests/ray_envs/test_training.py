@@ -81,3 +81,20 @@ def test_fast_sac_reaches_threshold(builds, local_cluster, tmp_path):  # noqa: F
     print(f"fast_sac through Ray: final {final:.2f}, curve {[round(v, 2) for _, v in curve]}")
     assert final >= THRESHOLD, curve
     check_onnx(os.path.join(run_dir, "Balance.onnx"))
+
+
+def test_local_ray_instance_with_a_built_in_trainer(builds, tmp_path):  # noqa: F811
+    """--ray-address=local (a private loopback instance, no cluster given) and ML-Agents' own ppo."""
+    from tests.envs.test_e2e import CONFIG
+
+    cfg = tmp_path / "ppo.yaml"
+    cfg.write_text(CONFIG.format(max_steps=1000))
+    proc = LearnProcess(learn_cmd(str(cfg), "local", f"--env={builds}/Balance", "--run-id=ppo", "--num-envs=2",
+                                  f"--results-dir={tmp_path / 'results'}"), str(tmp_path / "ppo.log"))
+    assert proc.finish(timeout=300) == 0, proc.output()[-4000:]
+    run_dir = tmp_path / "results" / "ppo"
+    check_onnx(str(run_dir / "Balance.onnx"))
+    assert sorted(p.name for p in (run_dir / "run_logs").glob("Player-*.log")) == ["Player-0.log", "Player-1.log"]
+    stats = scalars(str(run_dir), "Balance")
+    assert all(v > 0 for _, v in stats["Ray/Round Trip Latency (ms)"]), stats["Ray/Round Trip Latency (ms)"]
+    assert stats["Ray/Copies Alive"][-1][1] == 2.0 and stats["Ray/Restarts"][-1][1] == 0.0
