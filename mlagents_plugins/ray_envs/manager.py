@@ -138,6 +138,8 @@ class RayEnvManager(EnvManager):
             if isinstance(err.cause, BuildNotFoundError):
                 raise RayEnvError(str(err.cause)) from None
             raise RayEnvError(f"an environment copy failed to start: {err.cause!r}") from None
+        except RayActorError as err:
+            raise RayEnvError(f"an environment copy's actor died while starting: {err}") from None
 
     def _adopt(self, copy: _Copy, info: Dict[str, Any]) -> None:
         copy.node_id, copy.node_ip = info["node_id"], info["node_ip"]
