@@ -8,7 +8,7 @@ DEMO_RUN_ID ?= demo
 DEMO_CONFIG ?= configs/demo_balance.yaml
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow bench bench-quick bench-defaults builds clean
+.PHONY: setup demo test test-slow test-ray bench bench-quick bench-defaults bench-ray builds clean
 
 setup:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
@@ -26,6 +26,12 @@ test: setup
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)
+
+# Environment copies on Ray (docs/ray.md): installs the `ray` extra (plain ray core), then the local
+# multi-node cluster tests (about 15 minutes on 2 cores).  Without ray those tests skip.
+test-ray:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test ray
+	$(PY) -m pytest -q tests/test_ray_cli.py tests/ray_envs $(PYTEST_ARGS)
 
 # Benchmarks (see bench/README.md): our trainers vs built-in sac/ppo -> bench/results/REPORT.md + PNGs
 # (the quick mode writes to $(BENCH_QUICK_OUT), git-ignored, so it never overwrites the committed full report).
@@ -45,6 +51,11 @@ BENCH_DEFAULTS_OUT ?= bench/results-defaults
 bench-defaults:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
 	$(PY) -m bench.run --defaults --out $(BENCH_DEFAULTS_OUT) $(BENCH_ARGS)
+
+# Ray vs subprocess env-copy scaling (bench/ray_scaling.py) -> bench/results/ray/
+bench-ray:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench ray
+	$(PY) -m bench.ray_scaling $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) results builds .pytest_cache

@@ -38,7 +38,9 @@ setup(
         "onnx==1.15.0",
         "Pillow>=4.2.1",
     ],
-    extras_require={"test": ["pytest>=7", "onnxruntime>=1.15", "matplotlib>=3.5"], "bench": ["matplotlib>=3.5"]},
+    extras_require={"test": ["pytest>=7", "onnxruntime>=1.15", "matplotlib>=3.5"], "bench": ["matplotlib>=3.5"],
+                    # Plain ray core (no extras): ray[default] needs protobuf >= 5, mlagents 1.1.0 needs < 3.21.
+                    "ray": ["ray>=2.40,<3"]},
     entry_points={
         "mlagents.trainer_type": TRAINER_ENTRY_POINTS,
         # Loaded by every mlagents-learn run: restores the TorchScript ONNX exporter (see onnx_export.py)
@@ -47,6 +49,8 @@ setup(
         "console_scripts": [
             "mlagents-plugins-scene = mlagents_plugins.envs.standin:main",
             "mlagents-plugins-replay = mlagents_plugins.replay.cli:main",
+            # mlagents-learn with --ray-* options: environment copies on a Ray cluster (see README "Many machines").
+            "mlagents-plugins-learn = mlagents_plugins.ray_envs.cli:main",
         ],
     },
 )

@@ -146,6 +146,16 @@ def _seconds(name: str):
     return parse
 
 
+def _non_negative_ms(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--step-cost-ms must be a number of milliseconds, got {text!r}")
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"--step-cost-ms must be >= 0, got {value}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that also writes usage errors to the player log (mlagents hides our stderr)."""
 
@@ -174,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="deadline in seconds for each exchange with the trainer")
     p.add_argument("--connect-timeout", type=_seconds("--connect-timeout"), default=60.0,
                    help="how long to wait for the trainer to start listening (editor mode)")
+    p.add_argument("--step-cost-ms", type=_non_negative_ms, default=0.0,
+                   help="benchmark aid: sleep this long in every STEP, as a heavy scene keeps its machine busy")
     p.add_argument("--quit-after-steps", type=_positive_int("--quit-after-steps"), default=None,
                    help="testing aid: exit abruptly (code 5) after this many steps, like a crashed player")
     p.add_argument("--write-builds", metavar="DIR", default=None,
@@ -313,6 +325,8 @@ class StandIn:
                 if len(sent) != n_decisions:
                     logger.warning(f"expected actions for {n_decisions} agents, got {len(sent)}; missing ones are zero")
                 infos = academy.step(actions_from_protos(sent, spec.action_spec, n_decisions))
+                if self.args.step_cost_ms:
+                    time.sleep(self.args.step_cost_ms / 1000.0)
                 steps += 1
                 if self.args.quit_after_steps and steps >= self.args.quit_after_steps:
                     logger.warning(f"--quit-after-steps {self.args.quit_after_steps}: exiting abruptly")

@@ -128,6 +128,18 @@ def test_reset_mid_run_and_clean_close(builds, tmp_path):
     assert proc.returncode == 0
 
 
+def test_step_cost_makes_every_step_take_that_long(builds, tmp_path):
+    env = open_env(builds, "balance", tmp_path, seed=0, additional_args=["--step-cost-ms", "100"])
+    try:
+        env.reset()
+        start = time.perf_counter()
+        for _ in range(5):
+            env.step()
+        assert time.perf_counter() - start >= 0.5
+    finally:
+        env.close()
+
+
 def test_trainer_that_vanishes_or_stops_answering_ends_the_standin(builds, tmp_path):
     env = open_env(builds, "balance", tmp_path, seed=0, additional_args=["--timeout-wait", "2"])
     proc = env._process
@@ -185,6 +197,7 @@ def test_unity_arguments_are_ignored_ours_are_checked(capsys):
         (["--scene", "balance", "--mlagents-port", "99999"], "--mlagents-port must be in 1..65535, got 99999"),
         (["--scene", "balance", "--bogus"], "unrecognized arguments: --bogus"),
         (["--scene", "balance", "-weird"], "unrecognized arguments: -weird"),
+        (["--scene", "balance", "--step-cost-ms", "-1"], "--step-cost-ms must be >= 0, got -1.0"),
         ([], "--scene is required"),
     ]:
         with pytest.raises(SystemExit) as exit_info:
