@@ -1,4 +1,4 @@
-"""The five headless stand-in scenes, by name (see docs/scenes.md)."""
+"""The six headless stand-in scenes, by name (see docs/scenes.md)."""
 from typing import Dict, Type
 
 from mlagents_plugins.envs.scenes.balance import BalanceScene
@@ -6,6 +6,7 @@ from mlagents_plugins.envs.scenes.base import DIFFICULTY, Scene, SceneStep
 from mlagents_plugins.envs.scenes.branches import BranchesScene
 from mlagents_plugins.envs.scenes.camera import CameraScene
 from mlagents_plugins.envs.scenes.hybrid import HybridScene
+from mlagents_plugins.envs.scenes.reach import ReachScene
 from mlagents_plugins.envs.scenes.switching import SwitchingScene
 
 SCENES: Dict[str, Type[Scene]] = {
@@ -13,6 +14,7 @@ SCENES: Dict[str, Type[Scene]] = {
     "branches": BranchesScene,
     "camera": CameraScene,
     "hybrid": HybridScene,
+    "reach": ReachScene,
     "switching": SwitchingScene,
 }
 
