@@ -38,6 +38,17 @@ STAT_DISC_ENTCOEF = "Policy/Discrete Entropy Coeff"
 STAT_LR = "Policy/Learning Rate"
 STAT_Q_MEAN = "Policy/Q Mean"
 STAT_ENTROPY = "Policy/Entropy"
+# Early warnings of a critic that drifts away from what the policy earns (issue #14, docs/fast_sac.md).
+STAT_BRANCH_ENTROPY = "Policy/Entropy Branch {}"  # per discrete branch, in nats
+STAT_BRANCH_ENTCOEF = "Policy/Discrete Entropy Coeff Branch {}"  # per discrete branch temperature
+STAT_Q_ABS = "Q/Q1 Abs Mean"  # mean |Q1| of the taken actions
+STAT_Q_STD = "Q/Q1 Std"  # spread of Q1 over the batch
+STAT_TWIN_GAP = "Q/Twin Gap"  # mean |Q1 - Q2| of the taken actions
+STAT_TARGET_MEAN = "Q/Target Mean"  # mean TD target
+STAT_TARGET_DRIFT = "Q/Target Drift"  # mean (target - Q1): where the targets pull the critic, signed
+# Discrete only: how far E_pi of the critics' entrywise minimum lies below the minimum of their expectations
+# (>= 0); grows when the two critics split Q(s, a) into per-branch heads differently.
+STAT_BRANCH_MIN_BIAS = "Q/Branch Min Bias"
 
 
 class SACBatch(NamedTuple):
@@ -63,6 +74,7 @@ class SACLosses(NamedTuple):
     td_abs: torch.Tensor  # [B] |TD error| (no gradient)
     q_mean: torch.Tensor  # mean Q1 of the taken actions (no gradient)
     entropy: torch.Tensor  # mean policy entropy estimate (no gradient)
+    diagnostics: torch.Tensor  # [6 + 2K] no gradient: see FastSACOptimizer._diagnostics
 
 
 class FastSACOptimizer(TorchOptimizer):
@@ -183,7 +195,25 @@ class FastSACOptimizer(TorchOptimizer):
             entropy = -(lp_c.mean() if lp_c is not None else q1.new_zeros(()))
             if lp_d is not None:
                 entropy = entropy - L.branch_sums(lp_d.exp() * lp_d, self.branches).sum(dim=1).mean()
-        return SACLosses(q1_loss, q2_loss, pi_loss, ent_loss, td_abs, q1.detach().mean(), entropy)
+            diagnostics = self._diagnostics(q1.detach(), q2.detach(), y, q1_all.detach(), q2_all.detach(), lp_d)
+        return SACLosses(q1_loss, q2_loss, pi_loss, ent_loss, td_abs, q1.detach().mean(), entropy, diagnostics)
+
+    def _diagnostics(self, q1, q2, y, q1_all, q2_all, lp_d) -> torch.Tensor:
+        """[|Q1| mean, Q1 std, |Q1 - Q2| mean, target mean, mean(target - Q1), branch min bias,
+        per-branch entropies [K], per-branch temperatures [K]] as one tensor (one device sync)."""
+        zero = q1.new_zeros(())
+        parts = [q1.abs().mean(), q1.std(unbiased=False), (q1 - q2).abs().mean(), y.mean(), (y - q1).mean()]
+        if lp_d is not None:
+            p = lp_d.exp().unsqueeze(1)  # [B, 1, A]
+            e_q1 = L.branch_sums(q1_all * p, self.branches).mean(dim=-1)
+            e_q2 = L.branch_sums(q2_all * p, self.branches).mean(dim=-1)
+            e_min = L.branch_sums(torch.minimum(q1_all, q2_all) * p, self.branches).mean(dim=-1)
+            parts.append((torch.minimum(e_q1, e_q2) - e_min).mean())
+            parts.extend((-L.branch_sums(lp_d.exp() * lp_d, self.branches)).mean(dim=0).unbind())
+            parts.extend(self.temperatures.log_alpha_disc.detach().exp().unbind())
+        else:
+            parts.append(zero)
+        return torch.stack(parts)
 
     def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.compute_losses(batch)
@@ -241,6 +271,22 @@ class FastSACOptimizer(TorchOptimizer):
             stats[STAT_CONT_ENTCOEF] = vals[5]
         if self.branches:
             stats[STAT_DISC_ENTCOEF] = vals[6]
+        diag = out.diagnostics.tolist()
+        stats.update(
+            {
+                STAT_Q_ABS: diag[0],
+                STAT_Q_STD: diag[1],
+                STAT_TWIN_GAP: diag[2],
+                STAT_TARGET_MEAN: diag[3],
+                STAT_TARGET_DRIFT: diag[4],
+            }
+        )
+        if self.branches:
+            k = len(self.branches)
+            stats[STAT_BRANCH_MIN_BIAS] = diag[5]
+            for i in range(k):
+                stats[STAT_BRANCH_ENTROPY.format(i)] = diag[6 + i]
+                stats[STAT_BRANCH_ENTCOEF.format(i)] = diag[6 + k + i]
         return stats, out.td_abs
 
     def get_modules(self):

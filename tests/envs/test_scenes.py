@@ -40,8 +40,8 @@ def rollout(scene, policy, decisions, seed=0):
 
 
 def test_registry_keys_and_names():
-    assert set(SCENES) == {"balance", "branches", "camera", "hybrid", "switching"}
-    assert [SCENES[k].behavior_name for k in NAMES] == ["Balance", "Branches", "Camera", "Hybrid", "Switching"]
+    assert set(SCENES) == {"balance", "branches", "camera", "hybrid", "reach", "switching"}
+    assert [SCENES[k].behavior_name for k in NAMES] == ["Balance", "Branches", "Camera", "Hybrid", "Reach", "Switching"]
     with pytest.raises(ValueError, match="scene='nope'.*allowed: balance, branches"):
         scene_class("nope")
 
@@ -272,3 +272,22 @@ def test_difficulty_sampler_draws_per_episode():
     assert len(seen) == 16
     # obstacles follow the drawn difficulty
     np.testing.assert_array_equal(scene.blocked.sum(axis=(1, 2)), np.round(8 * scene.difficulty))
+
+
+def test_reach_has_two_unmasked_branches_and_rewards_by_hand():
+    from mlagents_plugins.envs.scenes.reach import HALF, ReachScene
+
+    scene = ReachScene(num_areas=1, seed=3)
+    assert scene.action_spec.discrete_branches == (3, 3) and scene.action_mask() is None
+    n = scene.num_agents
+    scene.pos[:] = [[0, 0], [0, 0], [HALF, -HALF], [1, 1]]
+    scene.target[:] = [[3, -2], [3, -2], [0, 0], [2, 2]]
+    # slot 0: diagonal (+x, -y) towards the target; slot 1: +y, away from it along y, no closer; slot 2: off the grid (+x); slot 3: reaches it
+    act = np.array([[2, 1], [0, 2], [2, 0], [2, 2]], dtype=np.int32)
+    res = scene.step(ActionTuple(discrete=act))
+    np.testing.assert_allclose(res.reward, [0.1 - 0.01, 0.0 - 0.01, -1.0 - 0.01, 1.0 + 0.1 - 0.01], atol=1e-6)
+    assert list(res.done) == [False, False, True, True] and list(res.success) == [False, False, False, True]
+    assert not res.interrupted.any() and n == 4
+    obs = scene.observe()[0]
+    # slot 0 now at (1, -1), target (3, -2): delta (2, -1), edge cells towards the target: x 3, y 3
+    np.testing.assert_allclose(obs[0], [1 / HALF, -1 / HALF, 2 / HALF, -1 / HALF, 3 / (2 * HALF), 3 / (2 * HALF)], atol=1e-6)

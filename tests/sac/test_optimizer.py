@@ -79,6 +79,42 @@ def test_stats_keys_are_reported(tmp_path):
     assert td.shape == (16,)
 
 
+def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
+    from mlagents_plugins.sac import losses as L
+    from mlagents_plugins.sac import optimizer as O
+
+    trainer = _filled_trainer(tmp_path, cont=0, branches=(3, 2))
+    opt = trainer.optimizer
+    with torch.no_grad():
+        opt.temperatures.log_alpha_disc.copy_(torch.log(torch.tensor([0.3, 0.07])))
+    batch = trainer.sample_batch()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        out = opt.compute_losses(batch)
+        q1_all, q2_all = opt.q(batch.obs, batch.cont_actions)
+        _, _, lp_d = opt._actor(batch.obs, batch.action_mask)
+    p = lp_d.exp()
+    ent0 = -(p[:, :3] * lp_d[:, :3]).sum(1).mean()
+    ent1 = -(p[:, 3:] * lp_d[:, 3:]).sum(1).mean()
+    def expect(q):  # mean over the two branches of E_pi_k Q_k, per stream
+        return ((q[:, :, :3] * p[:, None, :3]).sum(-1) + (q[:, :, 3:] * p[:, None, 3:]).sum(-1)) / 2
+    bias = (torch.minimum(expect(q1_all), expect(q2_all)) - expect(torch.minimum(q1_all, q2_all))).mean()
+    q1 = L.condense_q(q1_all, batch.disc_actions, opt.branches)
+    q2 = L.condense_q(q2_all, batch.disc_actions, opt.branches)
+    d = out.diagnostics
+    torch.testing.assert_close(d[0], q1.abs().mean(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(d[2], (q1 - q2).abs().mean(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(d[5], bias, rtol=1e-4, atol=1e-6)
+    assert d[5].item() >= 0.0
+    torch.testing.assert_close(d[6:8], torch.stack([ent0, ent1]), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(d[8:10], torch.tensor([0.3, 0.07]), rtol=1e-5, atol=1e-7)
+    stats, _ = opt.update(batch)
+    for key in (O.STAT_BRANCH_ENTROPY.format(0), O.STAT_BRANCH_ENTROPY.format(1), O.STAT_BRANCH_ENTCOEF.format(1),
+                O.STAT_Q_ABS, O.STAT_Q_STD, O.STAT_TWIN_GAP, O.STAT_TARGET_MEAN, O.STAT_TARGET_DRIFT, O.STAT_BRANCH_MIN_BIAS):
+        assert np.isfinite(stats[key]), key
+    assert O.STAT_BRANCH_ENTROPY.format(2) not in stats
+
+
 def test_fast_cpu_matmul_gives_the_same_losses_and_gradients(tmp_path):
     """``fast_cpu_matmul`` only picks a kernel: losses and gradients match the default kernel to fp32."""
     from mlagents_plugins.fast_kernels import fast_fp32_matmul

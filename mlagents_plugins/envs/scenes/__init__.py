@@ -1,4 +1,4 @@
-"""The headless stand-in scenes, by name (see docs/scenes.md): the five base scenes and their variants."""
+"""The headless stand-in scenes, by name (see docs/scenes.md): the six base scenes and their variants."""
 from typing import Dict, List, Type
 
 from mlagents_plugins.envs.scenes.balance import BalanceScene
@@ -6,6 +6,7 @@ from mlagents_plugins.envs.scenes.base import DIFFICULTY, Scene, SceneStep
 from mlagents_plugins.envs.scenes.branches import BranchesScene
 from mlagents_plugins.envs.scenes.camera import CameraScene
 from mlagents_plugins.envs.scenes.hybrid import HybridScene
+from mlagents_plugins.envs.scenes.reach import ReachScene
 from mlagents_plugins.envs.scenes.switching import SwitchingScene
 from mlagents_plugins.envs.scenes.variants import TUNING, VALIDATION, VARIANT_SPECS, build_variants
 
@@ -14,12 +15,13 @@ SCENES: Dict[str, Type[Scene]] = {
     "branches": BranchesScene,
     "camera": CameraScene,
     "hybrid": HybridScene,
+    "reach": ReachScene,
     "switching": SwitchingScene,
 }
 
-#: every scene by name: the five base scenes and their named variants (``variants.py``)
+#: every scene by name: the base scenes and their named variants (``variants.py``)
 ALL_SCENES: Dict[str, Type[Scene]] = {**SCENES, **build_variants(SCENES)}
-#: tuning / validation split of ALL_SCENES (the base scenes are tuning: the shipped configs were tuned on them)
+#: tuning / validation split of ALL_SCENES (the base scenes are tuning: the shipped configs were tuned on them, and reach is the #14 diagnosis scene)
 SPLIT: Dict[str, str] = {**{name: TUNING for name in SCENES}, **{v.name: v.split for v in VARIANT_SPECS}}
 
 

@@ -1,0 +1,145 @@
+"""Does a trainer *hold* what it learns?  Long in-process runs, per seed: steps to threshold, best and final
+rolling mean, and whether the final rolling mean stays >= ``--hold`` x the best (issue #14).
+
+    .venv/bin/python -m bench.holding --scene reach --trainers fast_sac sac --seeds 0 1 2 --steps 30000 \
+        --json results/holding/reach.json [--set actor_min_q=false ...]
+
+Every trainer gets the same config (the issue's: lr 3e-4, batch 128, buffer 100k, buffer_init_steps 1000,
+steps_per_update 2, tau 0.005, init_entcoef 0.01, 2x128, gamma 0.99, time_horizon 64, 2 areas = 8 agents);
+built-in ``sac`` gets the fields its settings share with fast_sac.  ``--set key=value`` (YAML value) overrides
+a fast_sac hyperparameter only, so one difference from built-in sac can be switched at a time.  One run at a
+time, one torch thread (the machine is shared; learning is deterministic per seed).
+"""
+import argparse
+import json
+import math
+import os
+import tempfile
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import yaml
+
+SHARED_WITH_SAC = ("learning_rate", "batch_size", "buffer_size", "buffer_init_steps", "steps_per_update", "tau", "init_entcoef")
+
+
+def issue_config(trainer: str, overrides: Dict[str, object]) -> dict:
+    hyper = dict(
+        learning_rate=3.0e-4,
+        batch_size=128,
+        buffer_size=100000,
+        buffer_init_steps=1000,
+        steps_per_update=2.0,
+        tau=0.005,
+        init_entcoef=0.01,
+    )
+    if trainer != "sac":
+        hyper.update(overrides)
+    else:
+        hyper = {k: v for k, v in hyper.items() if k in SHARED_WITH_SAC}
+    return dict(
+        trainer_type=trainer,
+        hyperparameters=hyper,
+        network_settings=dict(hidden_units=128, num_layers=2, normalize=False),
+        reward_signals=dict(extrinsic=dict(gamma=0.99, strength=1.0)),
+        time_horizon=64,
+        summary_freq=1000,
+        checkpoint_interval=10 ** 9,
+    )
+
+
+def rolling(curve: Sequence[Tuple[int, float]], window: int) -> List[Tuple[int, float]]:
+    """Mean of the last ``window`` summaries at each summary (fewer at the start)."""
+    out = []
+    for i, (step, _) in enumerate(curve):
+        vals = [r for _, r in curve[max(0, i - window + 1) : i + 1]]
+        out.append((step, sum(vals) / len(vals)))
+    return out
+
+
+def holding_summary(curve: Sequence[Tuple[int, float]], threshold: float, window: int = 3) -> dict:
+    """Steps to threshold (first raw summary >= threshold), best and final rolling mean, final / best."""
+    roll = rolling(curve, window)
+    hit: Optional[int] = next((s for s, r in curve if r >= threshold), None)
+    best = max((r for _, r in roll), default=math.nan)
+    final = roll[-1][1] if roll else math.nan
+    return dict(steps_to_threshold=hit, best=best, final=final, hold_ratio=final / best if best > 0 else math.nan)
+
+
+class _Progress:
+    """A StatsWriter printing each summary's mean reward and chosen stats as the run goes (long runs)."""
+
+    def __init__(self, keys: Sequence[str]):
+        self.keys = list(keys)
+
+    def on_add_stat(self, category, key, value, aggregation=None):
+        pass
+
+    def add_property(self, category, property_type, value):
+        pass
+
+    def write_stats(self, category, values, step):
+        r = values.get("Environment/Cumulative Reward")
+        parts = [f"{step}: reward {r.mean:.3f}" if r is not None and r.num else f"{step}:"]
+        parts += [f"{k.split('/')[-1]} {values[k].mean:.4g}" for k in self.keys if k in values and values[k].num]
+        print("   ", " | ".join(parts), flush=True)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--scene", default="reach")
+    p.add_argument("--trainers", nargs="+", default=["fast_sac", "sac"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--steps", type=int, default=30000)
+    p.add_argument("--areas", type=int, default=2)
+    p.add_argument("--set", nargs="*", default=[], help="fast_sac hyperparameter overrides key=value (YAML)")
+    p.add_argument("--stats", nargs="*", default=[], help="summary keys to print at the end of each run")
+    p.add_argument("--json", default=None, help="append the records to this JSON-lines file")
+    args = p.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    from mlagents.trainers.stats import StatsReporter, StatsWriter
+
+    from mlagents_plugins.envs.harness import train_in_process
+
+    StatsReporter.add_writer(type("ProgressWriter", (_Progress, StatsWriter), {})(args.stats))
+    from mlagents_plugins.envs.scenes import scene_class
+
+    overrides = {}
+    for kv in args.set:
+        key, _, value = kv.partition("=")
+        overrides[key] = yaml.safe_load(value)
+    threshold = scene_class(args.scene).success_threshold
+    for seed in args.seeds:
+        for trainer in args.trainers:
+            cfg = issue_config(trainer, overrides)
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.time()
+                res = train_in_process(
+                    cfg, args.scene, max_steps=args.steps, seed=seed, num_areas=args.areas, output_dir=tmp
+                )
+            summ = holding_summary(res.reward_curve, threshold)
+            rec = dict(
+                scene=args.scene, trainer=trainer, seed=seed, steps=args.steps, overrides=overrides if trainer != "sac" else {},
+                wall_s=round(time.time() - t0, 1), curve=res.reward_curve, **summ,
+                stats={k: res.stats.get(k, []) for k in args.stats},
+            )
+            print(
+                f"{args.scene} {trainer:9s} seed {seed} {overrides if trainer != 'sac' else ''}: "
+                f"threshold@{summ['steps_to_threshold']} best {summ['best']:.3f} final {summ['final']:.3f} "
+                f"hold {summ['hold_ratio']:.2f} ({rec['wall_s']} s)",
+                flush=True,
+            )
+            print("   curve:", " ".join(f"{r:.2f}" for _, r in res.reward_curve), flush=True)
+            for k in args.stats:
+                print(f"   {k}:", " ".join(f"{v:.3g}" for _, v in res.stats.get(k, [])), flush=True)
+            if args.json:
+                os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+
+
+if __name__ == "__main__":
+    main()
