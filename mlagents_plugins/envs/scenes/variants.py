@@ -1,4 +1,4 @@
-"""Named variants of the five scenes: what breaks defaults tuned on one set of scenes.
+"""Named variants of the base scenes: what breaks defaults tuned on one set of scenes.
 
 A default that learns only on the scenes it was tuned on says little about a user's game.  Each variant below
 changes one or two things that commonly differ between games - reward scale, success-only reward, episode
@@ -7,7 +7,7 @@ count - on top of an existing scene's dynamics.  Every variant is a full scene: 
 threshold, runs in-process (``SceneEnv``, ``train_in_process``) and as a stand-in build (``--scene NAME``).
 
 ``split`` divides every scene into a **tuning** set (defaults and shipped configs may be chosen on it; the
-five original scenes belong here, since every shipped config was tuned on them) and a **validation** set
+base scenes belong here, since every shipped config was tuned on them) and a **validation** set
 (only reported on).  docs/scenes.md lists both.
 
 Thresholds are per variant (mean episode reward that counts as solved); ``tests/envs/test_variants.py`` checks
