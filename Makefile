@@ -12,6 +12,7 @@ endif
 PY := $(VENV)/bin/python
 DEMO_RUN_ID ?= demo
 DEMO_CONFIG ?= configs/demo_balance.yaml
+DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test test-slow smoke bench bench-quick builds clean
@@ -24,7 +25,7 @@ builds: setup
 
 demo: builds
 	$(VENV)/bin/mlagents-learn $(DEMO_CONFIG) --env=builds/Balance --run-id=$(DEMO_RUN_ID) --force \
-		--num-areas=4 --base-port=5105 --no-graphics
+		--num-areas=4 --base-port=$(DEMO_PORT) --no-graphics
 	$(PY) scripts/check_run.py results/$(DEMO_RUN_ID) Balance --scene balance
 
 test: setup

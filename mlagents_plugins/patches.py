@@ -48,6 +48,14 @@ PATCHES: Tuple[HostPatch, ...] = (
         opt_out="MLAGENTS_PLUGINS_SPIN_WAIT",
     ),
     HostPatch(
+        name="status_json",
+        target="mlagents.trainers.training_status.GlobalTrainingStatus.save_state",
+        why="under numpy 2 the training status holds np.float32 checkpoint rewards, which json.dump refuses, so "
+        "every run fails at its final checkpoint; the replacement writes numpy scalars as numbers",
+        installer="mlagents_plugins.status_json_fix:install_status_json_fix",
+        opt_out="MLAGENTS_PLUGINS_STATUS_JSON_ORIGINAL",
+    ),
+    HostPatch(
         name="protobuf_descriptors",
         target="mlagents_envs.communicator_objects.*_pb2",
         why="the shipped modules build descriptors the way protobuf >= 4 refuses; on protobuf 4.21-6.x they are "
