@@ -1,14 +1,21 @@
 # The two commands a new user needs (see README.md):
 #   make demo   - set up .venv and run a real mlagents-learn training on the bundled Balance stand-in scene
 #   make test   - set up .venv and run the default test suite (well under 20 minutes on 2 cores)
-VENV ?= .venv
+# PYTHON picks the interpreter (3.10 to 3.13, e.g. PYTHON=~/.pyenv/versions/3.13.0/bin/python3); any other than
+# the default python3 gets its own environment, .venv-3.X, so switching interpreters never mixes packages.
 PYTHON ?= python3
+ifeq ($(PYTHON),python3)
+VENV ?= .venv
+else
+VENV ?= .venv-$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo unknown)
+endif
 PY := $(VENV)/bin/python
 DEMO_RUN_ID ?= demo
 DEMO_CONFIG ?= configs/demo_balance.yaml
+DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow test-ray bench bench-quick bench-defaults bench-ray builds clean
+.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-ray builds clean
 
 setup:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
@@ -18,7 +25,7 @@ builds: setup
 
 demo: builds
 	$(VENV)/bin/mlagents-learn $(DEMO_CONFIG) --env=builds/Balance --run-id=$(DEMO_RUN_ID) --force \
-		--num-areas=4 --base-port=5105 --no-graphics
+		--num-areas=4 --base-port=$(DEMO_PORT) --no-graphics
 	$(PY) scripts/check_run.py results/$(DEMO_RUN_ID) Balance --scene balance
 
 test: setup
@@ -32,6 +39,12 @@ test-slow: setup
 test-ray:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test ray
 	$(PY) -m pytest -q tests/test_ray_cli.py tests/ray_envs $(PYTEST_ARGS)
+
+# A few minutes: the import hooks against the shipped protobuf modules, and one real mlagents-learn run through
+# a stand-in build with its ONNX export checked (CI runs this on Python 3.13, the full suite on 3.11).
+SMOKE_TESTS ?= tests/test_boot_hooks.py tests/test_patches.py tests/envs/test_e2e.py::test_launch_mode_two_envs_then_resume
+smoke: setup
+	$(PY) -m pytest -q $(SMOKE_TESTS) $(PYTEST_ARGS)
 
 # Benchmarks (see bench/README.md): our trainers vs built-in sac/ppo -> bench/results/REPORT.md + PNGs
 # (the quick mode writes to $(BENCH_QUICK_OUT), git-ignored, so it never overwrites the committed full report).

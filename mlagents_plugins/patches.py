@@ -24,6 +24,10 @@ class HostPatch:
     installer: str  # "module:function" that installs it (idempotent; returns whether it is active)
     opt_out: str  # environment variable; "1" keeps ML-Agents' original behaviour
     versions: Tuple[str, ...] = ("1.1.0",)  # mlagents versions whose code the replacement mirrors
+    # "attribute": ``target`` is a dotted attribute that the installer replaces (the module keeps ``ORIGINAL``).
+    # "import": the installer puts a ``sys.meta_path`` finder in place that changes how the ``target`` modules
+    # are imported (mlagents_plugins_boot; ``ORIGINAL`` maps module names to the specs they had).
+    kind: str = "attribute"
 
 
 PATCHES: Tuple[HostPatch, ...] = (
@@ -74,6 +78,41 @@ PATCHES: Tuple[HostPatch, ...] = (
         "that exits at start a bare return code; the replacement says which, on which port, and the build's log",
         installer="mlagents_plugins.connect_errors:install_connect_errors",
         opt_out="MLAGENTS_PLUGINS_PLAIN_CONNECT_ERRORS",
+    ),
+    HostPatch(
+        name="status_json",
+        target="mlagents.trainers.training_status.GlobalTrainingStatus.save_state",
+        why="under numpy 2 the training status holds np.float32 checkpoint rewards, which json.dump refuses, so "
+        "every run fails at its final checkpoint; the replacement writes numpy scalars as numbers",
+        installer="mlagents_plugins.status_json_fix:install_status_json_fix",
+        opt_out="MLAGENTS_PLUGINS_STATUS_JSON_ORIGINAL",
+    ),
+    HostPatch(
+        name="protobuf_descriptors",
+        target="mlagents_envs.communicator_objects.*_pb2",
+        why="the shipped modules build descriptors the way protobuf >= 4 refuses; on protobuf 4.21-6.x they are "
+        "built from the serialized descriptors they embed, with the compiled backend (protobuf 3.20: untouched)",
+        installer="mlagents_plugins_boot:install_protobuf_descriptors",
+        opt_out="MLAGENTS_PLUGINS_PROTOBUF_ORIGINAL",
+        kind="import",
+    ),
+    HostPatch(
+        name="numpy_aliases",
+        target="mlagents.trainers.buffer",
+        why="the module annotates with np.float, removed in numpy 1.24, so it fails to import on numpy 2; on "
+        "numpy >= 1.24 np.float is bound to float while (only while) the module body runs",
+        installer="mlagents_plugins_boot:install_numpy_aliases",
+        opt_out="MLAGENTS_PLUGINS_NUMPY_ORIGINAL",
+        kind="import",
+    ),
+    HostPatch(
+        name="entry_point_groups",
+        target="mlagents.plugins.*",
+        why="trainer_type / stats_writer index importlib.metadata.entry_points() as a dict of groups, removed in "
+        "Python 3.12 (mlagents-learn dies before loading plugins); on 3.12+ they get a view that returns that dict",
+        installer="mlagents_plugins_boot:install_entry_point_groups",
+        opt_out="MLAGENTS_PLUGINS_ENTRY_POINTS_ORIGINAL",
+        kind="import",
     ),
 )
 
