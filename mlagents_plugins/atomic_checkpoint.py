@@ -14,6 +14,7 @@ import os
 
 from mlagents.trainers.exception import UnityTrainerException
 
+from mlagents_plugins.fsync import fsync_dir
 from mlagents_plugins import patches
 
 #: ML-Agents' own ``TorchModelSaver.save_checkpoint`` once replaced (kept so a test can check the guards)
@@ -24,18 +25,6 @@ CHECKPOINT_NAME = "checkpoint.pt"  # mlagents' DEFAULT_CHECKPOINT_NAME
 class CheckpointSaveError(UnityTrainerException):
     """A checkpoint file could not be written; the previous one at that path is unchanged."""
 
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # platforms without directory fds: the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def atomic_torch_save(obj, path: str) -> None:
@@ -65,7 +54,7 @@ def atomic_torch_save(obj, path: str) -> None:
     except BaseException:
         _remove_quietly(tmp)
         raise
-    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def _remove_quietly(path: str) -> None:

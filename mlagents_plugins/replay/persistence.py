@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
+from mlagents_plugins.fsync import fsync_dir
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.errors import (
     ReplayFileError,
@@ -66,18 +67,6 @@ def _payload_arrays(buffer: ReplayBuffer) -> Tuple[List[Tuple[str, np.ndarray]],
         arrays.append(("priorities", _le(st["priorities"])))
     return arrays, st
 
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # e.g. platforms without directory fds: the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _remove_stale_tmp_files(path: str) -> None:
@@ -181,7 +170,7 @@ def save_replay(path: PathLike, buffer: ReplayBuffer, extra: Optional[dict] = No
                 "continue from the last complete save."
             ) from err
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return nbytes
 
 
