@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import attr
 import yaml
 
-from mlagents_plugins.envs.scenes import SCENES, scene_class, scenes_in
+from mlagents_plugins.envs.scenes import scene_class, scenes_in
 
 PACKAGE = "mlagents-plugins"
 BUILTINS = ("sac", "ppo")
