@@ -16,6 +16,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 from mlagents_plugins.envs.academy import STAT_DIFFICULTY, STAT_SUCCESS_RATE
 from mlagents_plugins.envs.inprocess import SceneEnv
 from mlagents_plugins.envs.scenes import ALL_SCENES, SCENES
+from mlagents_plugins.envs.scenes.variants import VARIANT_SPECS
 from mlagents_plugins.envs.standin import EXIT_TRAINER_LOST, main, split_unity_args
 
 from tests.envs.conftest import free_base_port, popen_standin, wait_for_editor_port
@@ -209,7 +210,9 @@ def test_unity_arguments_are_ignored_ours_are_checked(capsys):
 def test_write_builds_launchers(tmp_path):
     assert main(["--write-builds", str(tmp_path / "b")]) == 0
     names = sorted(os.listdir(tmp_path / "b"))
-    assert names == ["Balance.x86_64", "Branches.x86_64", "Camera.x86_64", "Hybrid.x86_64", "Reach.x86_64", "Switching.x86_64"]
+    base = ["Balance.x86_64", "Branches.x86_64", "Camera.x86_64", "Hybrid.x86_64", "Reach.x86_64", "Switching.x86_64"]
+    variants = [f"{v.behavior_name}.x86_64" for v in VARIANT_SPECS]  # one launcher per variant too
+    assert names == sorted(base + variants) and len(variants) == 9
     path = tmp_path / "b" / "Camera.x86_64"
     assert os.access(path, os.X_OK)
     out = subprocess.run([str(path), "--bogus"], capture_output=True, text=True, timeout=60)
