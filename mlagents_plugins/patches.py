@@ -145,6 +145,12 @@ def _installer(patch: HostPatch) -> Callable[[], bool]:
     return getattr(importlib.import_module(module), function)
 
 
+def install(name: str) -> bool:
+    """Install patch ``name`` alone if ``allowed`` (processes that load no trainer, e.g. a Ray environment
+    copy, which needs only ``loopback_bind``); returns whether it is active."""
+    return bool(_installer(_BY_NAME[name])())
+
+
 def install_all() -> Dict[str, bool]:
     """Install every patch that ``allowed``; returns ``{name: active}``."""
     return {patch.name: bool(_installer(patch)()) for patch in PATCHES}

@@ -72,3 +72,42 @@ def test_main_without_ray_installed_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(SystemExit, match=r'pip install "mlagents-plugins\[ray\]"'):
         cli.main([str(cfg), "--env=b/Balance", "--run-id=x", "--ray-address=auto"])
+
+
+def test_runtime_env_working_dir_must_be_a_folder_here(tmp_path):
+    """Ray uploads a local working_dir from this machine: a missing one is named before Ray is asked."""
+    build_dir = tmp_path / "BuildDir"
+    build_dir.mkdir()
+    cli.check_runtime_env({"working_dir": str(build_dir)})
+    cli.check_runtime_env({"working_dir": "s3://bucket/build.zip"})  # a remote URI is Ray's to fetch
+    cli.check_runtime_env({"env_vars": {"A": "1"}})
+    cli.check_runtime_env(None)
+    with pytest.raises(SystemExit, match=r"working_dir='.*missing' is not a directory on this machine"):
+        cli.check_runtime_env({"working_dir": str(tmp_path / "missing")})
+    with pytest.raises(SystemExit, match="working_dir must be a string, got 3"):
+        cli.check_runtime_env({"working_dir": 3})
+
+
+def test_failure_to_join_mentions_token_authentication_unless_it_is_on(monkeypatch):
+    class RefusingRay:
+        @staticmethod
+        def init(**kwargs):
+            raise ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:6391")
+
+    monkeypatch.delenv(cli.AUTH_MODE_ENV_VAR, raising=False)
+    with pytest.raises(SystemExit, match=r"at 127.0.0.1:6391: Failed to connect.*set RAY_AUTH_MODE=token"):
+        cli._init(RefusingRay, "127.0.0.1:6391", address="127.0.0.1:6391")
+    monkeypatch.setenv(cli.AUTH_MODE_ENV_VAR, "token")
+    with pytest.raises(SystemExit) as raised:
+        cli._init(RefusingRay, "127.0.0.1:6391", address="127.0.0.1:6391")
+    assert "RAY_AUTH_MODE" not in str(raised.value)
+
+
+def test_a_runtime_env_ray_refuses_is_named(monkeypatch):
+    class RefusingRay:
+        @staticmethod
+        def init(**kwargs):
+            raise ValueError("pip is not a valid option")
+
+    with pytest.raises(SystemExit, match=r'--ray-runtime-env=\{"pip": 3\} was refused by Ray: pip is not'):
+        cli._init(RefusingRay, "local", runtime_env={"pip": 3})

@@ -20,6 +20,7 @@ from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
 from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
 from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
+from mlagents_plugins import patches
 from mlagents_plugins.testing.ports import free_base_port
 
 # How many times a port that was free when picked but taken when the build started is re-picked.
@@ -56,6 +57,9 @@ class EnvCopy:
     """One environment copy; wrapped with ``ray.remote`` by the manager (see ``manager.remote_env_copy``)."""
 
     def __init__(self, worker_id: int, spec: LaunchSpec):
+        # This process serves the build's gRPC connection, as an mlagents-learn worker does: on loopback only
+        # (unless this node's environment sets MLAGENTS_PLUGINS_BIND_ALL=1).
+        patches.install("loopback_bind")
         self.worker_id = worker_id
         self.spec = spec
         self.env: Optional[UnityEnvironment] = None

@@ -20,6 +20,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 LOOPBACK = "127.0.0.1"
+AUTH_MODE_ENV_VAR = "RAY_AUTH_MODE"
 CONNECT_CHECK_TIMEOUT_S = 5.0
 
 
@@ -114,16 +115,65 @@ def _import_ray():
     return ray
 
 
-def connect(address: str, num_envs: int, cpus_per_env: float) -> None:
-    """ray.init for ``local`` / ``auto`` / HOST:PORT, with errors that say what to do."""
+def _use_token_if_available() -> None:
+    """What ``ray.init(address="auto")`` does itself: a cluster found on this machine by ``ray start`` (which
+    turns token authentication on by default since Ray 2.5x) is joined with the token saved beside it, unless
+    ``RAY_AUTH_MODE`` says otherwise.  Ray versions without token authentication have nothing to do."""
+    try:
+        from ray._private.authentication.authentication_token_setup import (
+            maybe_enable_token_auth_if_token_available,
+        )
+    except ImportError:
+        return
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
+def _auth_hint() -> str:
+    if os.environ.get(AUTH_MODE_ENV_VAR, "").lower() == "token":
+        return ""
+    return (f"; if the cluster uses token authentication (`ray start` turns it on by default), set "
+            f"{AUTH_MODE_ENV_VAR}=token with the cluster's token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
+
+
+def _init(ray, where: str, **kwargs) -> None:
+    """``ray.init`` with its failures turned into errors that say what to do."""
+    try:
+        ray.init(log_to_driver=False, configure_logging=False, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError, OSError) as err:
+        if "runtime_env" in kwargs and not isinstance(err, ConnectionError):
+            raise RayOptionsError(
+                f"--ray-runtime-env={json.dumps(kwargs['runtime_env'])} was refused by Ray: {err}") from None
+        raise RayOptionsError(f"could not join the Ray cluster at {where}: {err}{_auth_hint()}") from None
+
+
+def check_runtime_env(runtime_env: Optional[Dict[str, Any]]) -> None:
+    """A local ``working_dir`` must be a directory here: Ray uploads it from this machine."""
+    if not runtime_env or "working_dir" not in runtime_env:
+        return
+    working_dir = runtime_env["working_dir"]
+    if not isinstance(working_dir, str):
+        raise RayOptionsError(f"--ray-runtime-env working_dir must be a string, got {working_dir!r}")
+    if "://" not in working_dir and not os.path.isdir(working_dir):
+        raise RayOptionsError(
+            f"--ray-runtime-env working_dir={working_dir!r} is not a directory on this machine; give the folder "
+            f"holding the build (it is uploaded to every node) and --env relative to it, or a remote URI")
+
+
+def connect(address: str, num_envs: int, cpus_per_env: float,
+            runtime_env: Optional[Dict[str, Any]] = None) -> None:
+    """ray.init for ``local`` / ``auto`` / HOST:PORT, with errors that say what to do.
+
+    ``runtime_env`` is the job's runtime environment, so every copy gets it; Ray uploads a local
+    ``working_dir`` only at this level (an actor's own runtime environment may name only URIs)."""
     ray = _import_ray()
     from ray._private import ray_constants, services
 
+    check_runtime_env(runtime_env)
+    job: Dict[str, Any] = {} if runtime_env is None else {"runtime_env": runtime_env}
     if address == "local":
         # A private instance: loopback only, no dashboard, and enough logical CPUs for every copy.
         cpus = max(os.cpu_count() or 1, math.ceil(num_envs * cpus_per_env))
-        ray.init(_node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=cpus,
-                 log_to_driver=False, configure_logging=False)
+        _init(ray, "local", _node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=cpus, **job)
         return
     if address == "auto":
         try:
@@ -137,6 +187,7 @@ def connect(address: str, num_envs: int, cpus_per_env: float) -> None:
                 "or use --ray-address=local"
             )
         address = found
+        _use_token_if_available()
     host, port = _host_port(address)
     try:
         with socket.create_connection((host, port), timeout=CONNECT_CHECK_TIMEOUT_S):
@@ -151,10 +202,7 @@ def connect(address: str, num_envs: int, cpus_per_env: float) -> None:
         # Keep Ray from swapping the loopback address for the machine's network address.
         ray_constants.ENABLE_RAY_CLUSTER = False
         kwargs["_node_ip_address"] = LOOPBACK
-    try:
-        ray.init(address=f"{host}:{port}", log_to_driver=False, configure_logging=False, **kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as err:
-        raise RayOptionsError(f"could not join the Ray cluster at {host}:{port}: {err}") from None
+    _init(ray, f"{host}:{port}", address=f"{host}:{port}", **kwargs, **job)
 
 
 @contextlib.contextmanager
@@ -212,14 +260,15 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     if options.env_settings.env_path is None:
         raise RayOptionsError("--ray-address needs --env=path/to/Build (copies launch the build on their nodes)")
-    connect(ray_args.ray_address, options.env_settings.num_envs, ray_args.ray_cpus_per_env)
+    connect(ray_args.ray_address, options.env_settings.num_envs, ray_args.ray_cpus_per_env,
+            ray_args.ray_runtime_env)
 
     from mlagents_plugins.ray_envs.manager import RayOptions
 
     ray_options = RayOptions(
         cpus_per_env=ray_args.ray_cpus_per_env, gpus_per_env=ray_args.ray_gpus_per_env,
         resources={k: float(v) for k, v in ray_args.ray_env_resources.items()},
-        runtime_env=ray_args.ray_runtime_env, start_timeout_s=ray_args.ray_start_timeout,
+        start_timeout_s=ray_args.ray_start_timeout,
     )
     ray = _import_ray()
     try:

@@ -63,7 +63,6 @@ class RayOptions:
     cpus_per_env: float = 1.0
     gpus_per_env: float = 0.0
     resources: Dict[str, float] = field(default_factory=dict)  # custom resources each copy needs
-    runtime_env: Optional[Dict[str, Any]] = None  # e.g. {"working_dir": "path/to/BuildDir"} to ship builds
     start_timeout_s: float = 300.0  # how long a copy may take to be placed and launch its build
 
 
@@ -118,8 +117,6 @@ class RayEnvManager(EnvManager):
         )
         if self.options.resources:
             opts["resources"] = dict(self.options.resources)
-        if self.options.runtime_env:
-            opts["runtime_env"] = self.options.runtime_env
         return ray.remote(EnvCopy).options(**opts).remote(worker_id, self.spec)
 
     def _get_starts(self, refs: List[Any], worker_ids: List[int]) -> List[Dict[str, Any]]:

@@ -107,10 +107,11 @@ def learn_env():
 class LearnProcess:
     """mlagents-plugins-learn in the background, its output in a file the test can watch."""
 
-    def __init__(self, cmd, log_path: str):
+    def __init__(self, cmd, log_path: str, cwd: str = REPO, **env: str):
         self.log_path = log_path
         self.log = open(log_path, "w")
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT, env=learn_env())
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=dict(learn_env(), **env))
 
     def output(self) -> str:
         with open(self.log_path) as f:
