@@ -11,6 +11,7 @@ for line (same files, same export, same return value).  ``MLAGENTS_PLUGINS_INPLA
 ML-Agents' in-place writes (``patches`` lists it).
 """
 import os
+import sys
 
 from mlagents.trainers.exception import UnityTrainerException
 
@@ -84,11 +85,4 @@ def install_atomic_checkpoint() -> bool:
         from mlagents.trainers.model_saver.torch_model_saver import TorchModelSaver
     except ImportError:
         return False
-    if TorchModelSaver.save_checkpoint is save_checkpoint_atomically:
-        return True
-    if not patches.allowed("atomic_checkpoint"):
-        return False
-    global ORIGINAL
-    ORIGINAL = TorchModelSaver.save_checkpoint
-    TorchModelSaver.save_checkpoint = save_checkpoint_atomically
-    return True
+    return patches.replace_attribute("atomic_checkpoint", TorchModelSaver, "save_checkpoint", save_checkpoint_atomically, sys.modules[__name__])

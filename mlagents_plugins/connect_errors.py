@@ -9,6 +9,7 @@ ML-Agents' handling - closing the port, restarting workers - is unchanged), keep
 ``MLAGENTS_PLUGINS_PLAIN_CONNECT_ERRORS=1`` keeps ML-Agents' messages (``patches`` lists it).
 """
 import os
+import sys
 
 from mlagents_plugins import patches
 
@@ -62,11 +63,4 @@ def install_connect_errors() -> bool:
         from mlagents_envs.environment import UnityEnvironment
     except ImportError:
         return False
-    if UnityEnvironment._send_academy_parameters is send_academy_parameters_explained:
-        return True
-    if not patches.allowed("connect_errors"):
-        return False
-    global ORIGINAL
-    ORIGINAL = UnityEnvironment._send_academy_parameters
-    UnityEnvironment._send_academy_parameters = send_academy_parameters_explained
-    return True
+    return patches.replace_attribute("connect_errors", UnityEnvironment, "_send_academy_parameters", send_academy_parameters_explained, sys.modules[__name__])

@@ -13,6 +13,7 @@ patches the ML-Agents version whose ``_step`` it mirrors; any other version is l
 environment variable ``MLAGENTS_PLUGINS_SPIN_WAIT=1`` keeps ML-Agents' original loop (``patches`` lists it).
 """
 import logging
+import sys
 from queue import Empty
 from typing import List, Set
 
@@ -60,11 +61,4 @@ def install_env_wait_fix() -> bool:
         from mlagents.trainers.subprocess_env_manager import SubprocessEnvManager
     except ImportError:
         return False
-    if SubprocessEnvManager._step is blocking_step:
-        return True
-    if not patches.allowed("env_wait"):
-        return False
-    global ORIGINAL
-    ORIGINAL = SubprocessEnvManager._step
-    SubprocessEnvManager._step = blocking_step
-    return True
+    return patches.replace_attribute("env_wait", SubprocessEnvManager, "_step", blocking_step, sys.modules[__name__])

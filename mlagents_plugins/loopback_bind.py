@@ -13,6 +13,7 @@ inherit it under ``fork`` and install it themselves under ``spawn`` (``worker_li
 binding, with a warning in the log.
 """
 import os
+import sys
 
 from mlagents_envs.logging_util import get_logger
 
@@ -69,13 +70,7 @@ def install_loopback_bind() -> bool:
         from mlagents_envs.rpc_communicator import RpcCommunicator
     except ImportError:
         return False
-    if RpcCommunicator.create_server is create_loopback_server:
-        return True
     if os.environ.get(OPT_OUT) == "1":
         _warn_bind_all()
-    if not patches.allowed("loopback_bind"):
-        return False
-    global ORIGINAL
-    ORIGINAL = RpcCommunicator.create_server
-    RpcCommunicator.create_server = create_loopback_server
-    return True
+    return patches.replace_attribute("loopback_bind", RpcCommunicator, "create_server", create_loopback_server,
+                                     sys.modules[__name__])

@@ -9,7 +9,8 @@ docs/patches.md is the user-facing table of the same list.
 import importlib
 import logging
 import os
-from typing import Callable, Dict, Tuple
+from types import ModuleType
+from typing import Any, Callable, Dict, Tuple
 
 import attr
 
@@ -143,6 +144,19 @@ def allowed(name: str) -> bool:
 def _installer(patch: HostPatch) -> Callable[[], bool]:
     module, function = patch.installer.split(":")
     return getattr(importlib.import_module(module), function)
+
+
+def replace_attribute(name: str, owner: Any, attribute: str, replacement: Any, keeper: ModuleType) -> bool:
+    """How every "attribute" patch is installed: ``owner.attribute`` becomes ``replacement`` once, if patch
+    ``name`` is ``allowed``, and ML-Agents' original is kept as ``keeper.ORIGINAL`` (the installer's module,
+    where the replacement and the tests find it).  Returns whether the patch is active."""
+    if getattr(owner, attribute) is replacement:
+        return True
+    if not allowed(name):
+        return False
+    keeper.ORIGINAL = getattr(owner, attribute)
+    setattr(owner, attribute, replacement)
+    return True
 
 
 def install(name: str) -> bool:

@@ -106,11 +106,4 @@ def install_worker_lifetime() -> bool:
         from mlagents.trainers import subprocess_env_manager
     except ImportError:
         return False
-    if subprocess_env_manager.worker is guarded_worker:
-        return True
-    if not patches.allowed("worker_lifetime"):
-        return False
-    global ORIGINAL
-    ORIGINAL = subprocess_env_manager.worker
-    subprocess_env_manager.worker = guarded_worker
-    return True
+    return patches.replace_attribute("worker_lifetime", subprocess_env_manager, "worker", guarded_worker, sys.modules[__name__])
