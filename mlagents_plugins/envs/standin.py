@@ -38,6 +38,7 @@ from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessagePro
 from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import UnityToExternalProtoStub
 
 from mlagents_plugins import lifetime
+from mlagents_plugins.cli_args import number
 from mlagents_plugins.envs.academy import Academy
 from mlagents_plugins.envs.scenes import ALL_SCENES
 from mlagents_plugins.envs.wire import actions_from_protos, agent_info_protos, brain_parameters_proto
@@ -110,52 +111,6 @@ def split_unity_args(argv: List[str]) -> Tuple[List[str], Optional[str], List[st
     return ours, log_file, ignored
 
 
-def _positive_int(name: str):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}")
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {value}")
-        return value
-
-    return parse
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--mlagents-port must be an integer, got {text!r}")
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"--mlagents-port must be in 1..65535, got {value}")
-    return value
-
-
-def _seconds(name: str):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number of seconds, got {text!r}")
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0 seconds, got {value}")
-        return value
-
-    return parse
-
-
-def _non_negative_ms(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--step-cost-ms must be a number of milliseconds, got {text!r}")
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"--step-cost-ms must be >= 0, got {value}")
-    return value
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse that also writes usage errors to the player log (mlagents hides our stderr)."""
 
@@ -171,22 +126,22 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     p.add_argument("--scene", type=str.lower, choices=sorted(ALL_SCENES), help="which scene to run")
-    p.add_argument("--mlagents-port", type=_port, default=EDITOR_PORT,
+    p.add_argument("--mlagents-port", type=number("--mlagents-port", int, low=1, high=65535), default=EDITOR_PORT,
                    help="port of the trainer's gRPC server (Unity's argument; default 5004, the editor port)")
     p.add_argument("--seed", type=int, default=None, help="scene seed (default: the seed sent by the trainer)")
-    p.add_argument("--num-areas", type=_positive_int("--num-areas"), default=None,
+    p.add_argument("--num-areas", type=number("--num-areas", int, low=1), default=None,
                    help="training areas (default: num_areas sent by the trainer, else 1)")
-    p.add_argument("--decision-period", type=_positive_int("--decision-period"), default=1,
+    p.add_argument("--decision-period", type=number("--decision-period", int, low=1), default=1,
                    help="physics ticks per decision, action held in between (Unity's DecisionRequester)")
-    p.add_argument("--max-episode-steps", type=_positive_int("--max-episode-steps"), default=None,
+    p.add_argument("--max-episode-steps", type=number("--max-episode-steps", int, low=1), default=None,
                    help="decisions before an episode times out (default: the scene's)")
-    p.add_argument("--timeout-wait", type=_seconds("--timeout-wait"), default=600.0,
+    p.add_argument("--timeout-wait", type=number("--timeout-wait", low=0, low_inclusive=False, unit="seconds"), default=600.0,
                    help="deadline in seconds for each exchange with the trainer")
-    p.add_argument("--connect-timeout", type=_seconds("--connect-timeout"), default=60.0,
+    p.add_argument("--connect-timeout", type=number("--connect-timeout", low=0, low_inclusive=False, unit="seconds"), default=60.0,
                    help="how long to wait for the trainer to start listening (editor mode)")
-    p.add_argument("--step-cost-ms", type=_non_negative_ms, default=0.0,
+    p.add_argument("--step-cost-ms", type=number("--step-cost-ms", low=0, unit="milliseconds"), default=0.0,
                    help="benchmark aid: sleep this long in every STEP, as a heavy scene keeps its machine busy")
-    p.add_argument("--quit-after-steps", type=_positive_int("--quit-after-steps"), default=None,
+    p.add_argument("--quit-after-steps", type=number("--quit-after-steps", int, low=1), default=None,
                    help="testing aid: exit abruptly (code 5) after this many steps, like a crashed player")
     p.add_argument("--write-builds", metavar="DIR", default=None,
                    help="write launchers DIR/<Behavior>.x86_64 for every scene and exit")

@@ -19,6 +19,8 @@ import socket
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from mlagents_plugins.cli_args import number
+
 LOOPBACK = "127.0.0.1"
 AUTH_MODE_ENV_VAR = "RAY_AUTH_MODE"
 CONNECT_CHECK_TIMEOUT_S = 5.0
@@ -44,19 +46,6 @@ def _json_object(name: str):
     return parse
 
 
-def _non_negative(name: str):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}")
-        if not value >= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {value}")
-        return value
-
-    return parse
-
-
 def build_ray_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mlagents-plugins-learn", add_help=False, allow_abbrev=False)
     g = p.add_argument_group("Ray (environment copies on a Ray cluster; all other options are mlagents-learn's)")
@@ -64,9 +53,9 @@ def build_ray_parser() -> argparse.ArgumentParser:
                    help="'local' starts a private Ray instance on this machine (loopback only); 'auto' joins the "
                         "cluster started with `ray start`; HOST:PORT names a cluster's head. Without this option "
                         "the run is a plain mlagents-learn run.")
-    g.add_argument("--ray-cpus-per-env", type=_non_negative("--ray-cpus-per-env"), default=1.0,
+    g.add_argument("--ray-cpus-per-env", type=number("--ray-cpus-per-env", low=0), default=1.0,
                    help="CPUs Ray reserves for each environment copy (default 1)")
-    g.add_argument("--ray-gpus-per-env", type=_non_negative("--ray-gpus-per-env"), default=0.0,
+    g.add_argument("--ray-gpus-per-env", type=number("--ray-gpus-per-env", low=0), default=0.0,
                    help="GPUs Ray reserves for each environment copy, for builds that render (default 0)")
     g.add_argument("--ray-env-resources", type=_json_object("--ray-env-resources"), default={},
                    help='custom Ray resources each copy needs, as JSON, e.g. \'{"unity": 1}\' to keep copies on '
@@ -75,7 +64,7 @@ def build_ray_parser() -> argparse.ArgumentParser:
                    help="Ray runtime environment for the copies, as JSON; '{\"working_dir\": \"path/to/BuildDir\"}' "
                         "ships the build to every node (then give --env relative to that directory). Without it "
                         "the --env path must exist on every node.")
-    g.add_argument("--ray-start-timeout", type=_non_negative("--ray-start-timeout"), default=300.0,
+    g.add_argument("--ray-start-timeout", type=number("--ray-start-timeout", low=0), default=300.0,
                    help="seconds a copy may take to be placed and to launch its build (default 300)")
     return p
 
