@@ -4,6 +4,8 @@
 # PYTHON picks the interpreter (3.10 to 3.13, e.g. PYTHON=~/.pyenv/versions/3.13.0/bin/python3); any other than
 # the default python3 gets its own environment, .venv-3.X, so switching interpreters never mixes packages.
 PYTHON ?= python3
+# python3.X that a pyenv shim does not answer for (another version is selected) is taken from pyenv's versions.
+override PYTHON := $(shell scripts/find_python.sh $(PYTHON))
 ifeq ($(PYTHON),python3)
 VENV ?= .venv
 else
