@@ -25,7 +25,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from mlagents_plugins import lifetime, patches
 

@@ -7,108 +7,82 @@ Both are made of pieces (unrolls of at most ``unroll_length`` steps that end at 
 from typing import Any, Optional
 
 import attr
-from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import HyperparamSettings, ScheduleType
 
 from mlagents_plugins import config_compat as compat
+from mlagents_plugins.validators import (
+    fail,
+    non_negative_float,
+    one_of,
+    optional_open_unit_interval,
+    optional_positive_float,
+    positive_float,
+    positive_int,
+    strict_bool,
+    unit_interval,
+)
 
 
 OPTIMIZERS = ("adam", "rmsprop")  # rmsprop is the paper's choice
-
-
-def _error(field: str, value, allowed: str) -> TrainerConfigError:
-    return TrainerConfigError(f"impala hyperparameter '{field}' = {value!r} is invalid; allowed: {allowed}.")
-
-
-def _positive_int(instance, attribute, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _error(attribute.name, value, "an integer >= 1")
-
-
-def _positive(instance, attribute, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise _error(attribute.name, value, "a number > 0")
-
-
-def _optional_positive(instance, attribute, value) -> None:
-    if value is not None:
-        _positive(instance, attribute, value)
-
-
-def _non_negative(instance, attribute, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise _error(attribute.name, value, "a number >= 0")
-
-
-def _optional_open_unit_interval(instance, attribute, value) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0
-    ):
-        raise _error(attribute.name, value, "null (off) or a number in (0, 1), e.g. 0.2")
-
-
-def _unit_interval(instance, attribute, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise _error(attribute.name, value, "a number in [0, 1]")
 
 
 @attr.s(auto_attribs=True)
 class ImpalaSettings(HyperparamSettings):
     # Steps per gradient step (whole pieces: the oldest fresh ones until they hold this many steps).
     # >= unroll_length.
-    batch_size: int = attr.ib(default=512, validator=_positive_int)
+    batch_size: int = attr.ib(default=512, validator=positive_int)
     # Most steps waiting for the learner; when exceeded the oldest pieces are dropped.  >= batch_size.
-    buffer_size: int = attr.ib(default=16384, validator=_positive_int)
-    learning_rate: float = attr.ib(default=3.0e-4, validator=_positive)
+    buffer_size: int = attr.ib(default=16384, validator=positive_int)
+    learning_rate: float = attr.ib(default=3.0e-4, validator=positive_float)
     learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
     # Steps per piece: trajectories are cut into pieces of this length at episode ends and every
     # unroll_length steps; each piece keeps the observation after its last step for bootstrapping.
-    unroll_length: int = attr.ib(default=32, validator=_positive_int)
+    unroll_length: int = attr.ib(default=32, validator=positive_int)
     # rho-bar: clip of the importance weight scaling each TD error (paper eq. 1).  null = no clip.
-    rho_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
+    rho_clip: Optional[float] = attr.ib(default=1.0, validator=optional_positive_float)
     # c-bar: clip of the trace-cutting coefficients c_i (paper eq. 1).  null = no clip.
-    c_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
+    c_clip: Optional[float] = attr.ib(default=1.0, validator=optional_positive_float)
     # Clip of the importance weight in the policy-gradient advantage (paper sec. 4.2).  null = no clip.
     # Unused when surrogate_clip is set (the surrogate's ratio is then the importance weight).
-    pg_rho_clip: Optional[float] = attr.ib(default=1.0, validator=_optional_positive)
+    pg_rho_clip: Optional[float] = attr.ib(default=1.0, validator=optional_positive_float)
     # epsilon of a PPO-style clipped surrogate on pi/mu with the V-trace advantage r + gamma v_{s+1} - V
     # (a trust region around the acting policy, as IMPACT).  DEVIATION from the paper, on by default: the
     # paper's policy gradient bounds each sample's weight but not how far pi drifts from a stale mu, and
     # under threaded lag (~17-33 updates) it ran away in 4/4 measured runs (docs/impala.md, "Policy lag").
     # null = the paper's policy gradient (weighted by pg_rho_clip).
-    surrogate_clip: Optional[float] = attr.ib(default=0.2, validator=_optional_open_unit_interval)
+    surrogate_clip: Optional[float] = attr.ib(default=0.2, validator=optional_open_unit_interval)
     # constant, or linear: surrogate_clip decays to 0.1 at max_steps (as built-in ppo's epsilon_schedule).
     surrogate_clip_schedule: ScheduleType = ScheduleType.CONSTANT
     # lambda multiplying every c_i (paper sec. 4.2 / DI-engine lambda_); 1 = plain V-trace.
-    trace_lambda: float = attr.ib(default=1.0, validator=_unit_interval)
+    trace_lambda: float = attr.ib(default=1.0, validator=unit_interval)
     # Weight of the baseline (value) loss.
-    value_weight: float = attr.ib(default=0.5, validator=_non_negative)
+    value_weight: float = attr.ib(default=0.5, validator=non_negative_float)
     # Weight of the entropy bonus, decayed to 1e-5 over max_steps when its schedule is linear.
-    entropy_weight: float = attr.ib(default=0.01, validator=_non_negative)
+    entropy_weight: float = attr.ib(default=0.01, validator=non_negative_float)
     entropy_weight_schedule: ScheduleType = ScheduleType.CONSTANT
     # Global gradient-norm clip; null = no clipping.
-    grad_clip_norm: Optional[float] = attr.ib(default=40.0, validator=_optional_positive)
+    grad_clip_norm: Optional[float] = attr.ib(default=40.0, validator=optional_positive_float)
     # "adam" or "rmsprop" (plain string so that a typo gets a TrainerConfigError naming the field).
-    optimizer: str = attr.ib(default="adam")
+    optimizer: str = attr.ib(default="adam", validator=one_of(*OPTIMIZERS))
     # RMSProp smoothing constant (ignored by Adam).
-    rmsprop_alpha: float = attr.ib(default=0.99, validator=_unit_interval)
+    rmsprop_alpha: float = attr.ib(default=0.99, validator=unit_interval)
     # Denominator epsilon of Adam/RMSProp (the paper's RMSProp uses 0.01).
-    optimizer_epsilon: float = attr.ib(default=1.0e-5, validator=_positive)
+    optimizer_epsilon: float = attr.ib(default=1.0e-5, validator=positive_float)
     # True: value heads on the policy's body (SharedActorCritic); False: a separate ValueNetwork.
-    shared_critic: Any = attr.ib(default=False)  # bool; Any so cattrs passes the raw YAML value (see fast_cpu_matmul)
+    shared_critic: Any = attr.ib(default=False, validator=strict_bool)  # bool; Any so cattrs passes the raw YAML value (see fast_cpu_matmul)
     # Standardise the V-trace advantages over each batch's real steps.  DEVIATION from the paper, on by
     # default (as PPO does): with max_reuse 3 it took a minimal config to the Balance threshold where the
     # paper's setting did not (docs/impala.md, "Defaults").
-    normalize_advantage: Any = attr.ib(default=True)  # bool
+    normalize_advantage: Any = attr.ib(default=True, validator=strict_bool)  # bool
     # Each piece is used in at most this many updates (DI-engine max_use; ppo's num_epoch).  DEVIATION: the
     # paper uses every piece once (1); the default reuses it 3 times, as ppo's default num_epoch does.
-    max_reuse: int = attr.ib(default=3, validator=_positive_int)
+    max_reuse: int = attr.ib(default=3, validator=positive_int)
     # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
     # and faster than the default (MKL) kernel; no effect elsewhere or on CUDA.  Same math, another kernel;
     # false = always the default kernel.  Pays off for wide layers (256: -24% per update) but not narrow ones
     # (64: +2-7%), so the first updates time both kernels and keep the faster (MatmulKernelChooser).  A bool; annotated Any so
     # that cattrs hands the raw YAML value to the validator (as bool it would turn "yes" or null into a bool).
-    fast_cpu_matmul: Any = attr.ib(default=True)
+    fast_cpu_matmul: Any = attr.ib(default=True, validator=strict_bool)
 
     # --- built-in ppo's names (a ppo config loads unchanged; see config_compat and docs/configs.md) ---
     beta: Optional[float] = compat.alias("entropy_weight", "ppo")
@@ -127,26 +101,14 @@ class ImpalaSettings(HyperparamSettings):
     save_replay_buffer: Any = compat.no_equivalent("sac", "impala keeps no replay buffer to save.")
     reward_signal_steps_per_update: Any = compat.no_equivalent("sac", "Reward providers update with every batch.")
 
-    @optimizer.validator
-    def _check_optimizer(self, attribute, value) -> None:
-        if value not in OPTIMIZERS:
-            raise _error(attribute.name, value, " or ".join(repr(o) for o in OPTIMIZERS))
-
-    @fast_cpu_matmul.validator
-    @shared_critic.validator
-    @normalize_advantage.validator
-    def _check_bool(self, attribute, value) -> None:
-        if not isinstance(value, bool):
-            raise _error(attribute.name, value, "true or false")
-
     def __attrs_post_init__(self) -> None:
         compat.apply_aliases(self, "impala")
         if self.batch_size < self.unroll_length:
-            raise _error(
+            fail(
                 "batch_size", self.batch_size,
                 f"an integer >= unroll_length ({self.unroll_length}): batch_size counts steps, as for ppo (earlier "
                 f"versions of mlagents-plugins counted pieces: {self.batch_size} pieces of unroll_length steps are "
                 f"{self.batch_size * self.unroll_length} steps)",
             )
         if self.buffer_size < self.batch_size:
-            raise _error("buffer_size", self.buffer_size, f"an integer >= batch_size ({self.batch_size})")
+            fail("buffer_size", self.buffer_size, f"an integer >= batch_size ({self.batch_size})")

@@ -7,44 +7,21 @@ from typing import Any, ClassVar, Optional
 
 import attr
 
-from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import OffPolicyHyperparamSettings
 
 from mlagents_plugins import config_compat as compat
+from mlagents_plugins.validators import (  # noqa: F401  (re-exported for the settings built on these)
+    fail,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    strict_bool,
+    unit_interval,
+)
 
 
-def _fail(field: str, value: Any, allowed: str) -> None:
-    raise TrainerConfigError(f"hyperparameters.{field} = {value!r} is invalid: it must be {allowed}.")
-
-
-def strict_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    """Validator of a true/false setting.  Annotate such fields ``Any``, not ``bool``: ML-Agents structures
-    settings with cattrs, which would turn a ``bool`` field's YAML value through ``bool(...)``, so that
-    ``"false"``, ``"no"`` or ``1`` silently became ``True`` and ``null`` became ``False``."""
-    if not isinstance(value, bool):
-        _fail(attribute.name, value, "true or false")
-
-
-def positive_int(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        _fail(attribute.name, value, "an integer >= 1")
-
-
-def non_negative_int(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        _fail(attribute.name, value, "an integer >= 0")
-
-
-def positive_float(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
-        _fail(attribute.name, value, "a finite number > 0")
-
-
-def unit_interval(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    """Closed interval [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        _fail(attribute.name, value, "a number in [0, 1]")
-
+# The validators live in mlagents_plugins.validators; the names below are what the trainers' settings import.
+_fail = fail
 
 @attr.s(auto_attribs=True)
 class OffPolicyBaseSettings(OffPolicyHyperparamSettings):

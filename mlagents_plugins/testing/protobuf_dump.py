@@ -13,7 +13,6 @@ This module deliberately imports nothing from ``mlagents_plugins`` (whose import
 """
 import importlib
 import json
-import os
 import pkgutil
 import sys
 

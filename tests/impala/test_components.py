@@ -169,7 +169,7 @@ def test_gradient_routing_shared_critic_and_update_moves_parameters():
 def test_settings_errors_name_field_value_and_allowed(field, value):
     with pytest.raises(TrainerConfigError) as err:
         strict_to_cls({field: value}, ImpalaSettings)
-    assert field in str(err.value) and repr(value) in str(err.value) and "allowed" in str(err.value)
+    assert f"hyperparameters.{field} = {value!r} is invalid: it must be " in str(err.value)
 
 
 def test_settings_buffer_smaller_than_batch_and_unknown_field():
