@@ -19,6 +19,7 @@ from mlagents_envs.exception import UnityEnvironmentException, UnityWorkerInUseE
 from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig, EngineConfigurationChannel
 from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
 from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
+from mlagents_envs.timers import TimerNode, get_timer_root, reset_timers
 
 from mlagents_plugins import patches
 from mlagents_plugins.testing.ports import free_base_port
@@ -143,14 +144,18 @@ class EnvCopy:
     def behavior_specs(self) -> Dict[str, Any]:
         return dict(self.env.behavior_specs)
 
-    def step(self, actions: Dict[str, ActionTuple]) -> Tuple[Dict[str, Any], Dict, float]:
-        """Apply the learner's actions, step, return (results, env stats, seconds the build took)."""
+    def step(self, actions: Dict[str, ActionTuple]) -> Tuple[Dict[str, Any], Dict, float, TimerNode]:
+        """Apply the learner's actions, step, return (results, env stats, seconds the build took, this
+        process's timer tree since the last step), as a ``SubprocessEnvManager`` worker returns its timers."""
         start = time.perf_counter()
         for name, action in actions.items():
             self.env.set_actions(name, action)
         self.env.step()
         results = self._results()
-        return results, self.stats.get_and_reset_stats(), time.perf_counter() - start
+        build_seconds = time.perf_counter() - start
+        timers = get_timer_root()
+        reset_timers()
+        return results, self.stats.get_and_reset_stats(), build_seconds, timers
 
     def set_env_parameters(self, config: Optional[Dict]) -> None:
         self.env_parameters = config

@@ -35,6 +35,7 @@ from mlagents.trainers.settings import RunOptions
 from mlagents_envs.base_env import BehaviorName, BehaviorSpec
 from mlagents_envs.exception import UnityException
 from mlagents_envs.logging_util import get_logger
+from mlagents_envs.timers import TimerNode, hierarchical_timer
 
 from mlagents_plugins.ray_envs.actor import BuildNotFoundError, EnvCopy, LaunchSpec
 
@@ -179,11 +180,12 @@ class RayEnvManager(EnvManager):
                 raise RayEnvError("no environment copy is left running; see the warnings above for why")
             ray.wait(list(pending), num_returns=1)
             ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
+            timer_nodes: List[TimerNode] = []
             for ref in ready:
                 copy = pending[ref]
                 copy.pending = None
                 try:
-                    results, env_stats, build_seconds = ray.get(ref)
+                    results, env_stats, build_seconds, timer_root = ray.get(ref)
                 except (RayActorError, RayTaskError) as err:
                     restarted = self._handle_failure(copy, err)
                     if restarted is not None:
@@ -196,6 +198,12 @@ class RayEnvManager(EnvManager):
                 copy.previous_step = step
                 step_infos.append(step)
                 self._record_step(copy, now - copy.sent_at, build_seconds, now)
+                timer_nodes.append(timer_root)
+            if timer_nodes:
+                # Into timers.json under "workers", as SubprocessEnvManager merges its workers' timers.
+                with hierarchical_timer("workers") as workers_node:
+                    for node in timer_nodes:
+                        workers_node.merge(node, root_name="worker_root", is_parallel=True)
         return step_infos
 
     def _reset_env(self, config: Optional[Dict] = None) -> List[EnvironmentStep]:

@@ -2,6 +2,7 @@
 builds spread over two worker nodes of a local cluster, reach the scene's threshold (5.0, mean of the last
 3 reward summaries), write the ONNX, and ``--resume`` carries on from the checkpoint.
 """
+import json
 import os
 
 import numpy as np
@@ -98,3 +99,19 @@ def test_local_ray_instance_with_a_built_in_trainer(builds, tmp_path):  # noqa: 
     stats = scalars(str(run_dir), "Balance")
     assert all(v > 0 for _, v in stats["Ray/Round Trip Latency (ms)"]), stats["Ray/Round Trip Latency (ms)"]
     assert stats["Ray/Copies Alive"][-1][1] == 2.0 and stats["Ray/Restarts"][-1][1] == 0.0
+    # the copies' timers are merged into timers.json as the subprocess manager merges its workers'
+    with open(run_dir / "run_logs" / "timers.json") as f:
+        workers = find_timer(json.load(f), "workers")
+    assert workers is not None
+    env_step = workers["children"]["worker_root"]["children"]["UnityEnvironment.step"]
+    assert env_step["count"] >= 1000 / 2 / 2 and env_step["total"] > 0  # >= 250 steps per copy (2 x 2 agents)
+
+
+def find_timer(node: dict, name: str):
+    for child_name, child in node.get("children", {}).items():
+        if child_name == name:
+            return child
+        found = find_timer(child, name)
+        if found is not None:
+            return found
+    return None
