@@ -59,7 +59,7 @@ setup(
         "Pillow>=4.2.1",
         "setuptools<81",  # mlagents imports pkg_resources
     ],
-    extras_require={"test": ["pytest>=7", "onnxruntime>=1.15", "matplotlib>=3.5"], "bench": ["matplotlib>=3.5"],
+    extras_require={"test": ["pytest>=7", "ruff==0.17.6", "onnxruntime>=1.15", "matplotlib>=3.5"], "bench": ["matplotlib>=3.5"],
                     # Plain ray core (no extras): ray[default] needs protobuf >= 5, mlagents 1.1.0 needs < 3.21.
                     "ray": ["ray>=2.40,<3"]},
     entry_points={

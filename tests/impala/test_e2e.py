@@ -41,7 +41,7 @@ behaviors:
 """ % HIDDEN
 
 
-def learn(tmp_path, max_steps, builds, *extra):
+def learn(tmp_path, max_steps, builds, *extra):  # noqa: F811  (the fixture's value, passed on)
     cfg = tmp_path / f"impala_{max_steps}.yaml"
     cfg.write_text(CONFIG.format(max_steps=max_steps))
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")

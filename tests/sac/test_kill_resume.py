@@ -1,7 +1,6 @@
 """``kill -9`` of ``mlagents-learn`` mid-run, then ``--resume`` at once with no cleanup: the killed run's
 environment workers and stand-in builds end by themselves (their port is free again), the resumed run loads the
 replay buffer of the last checkpoint and finishes.  The killed run's gRPC ports listen on loopback only."""
-import os
 import re
 import signal
 import subprocess
