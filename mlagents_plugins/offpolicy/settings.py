@@ -62,11 +62,6 @@ class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
     def _reward_signal_steps_per_update_default(self) -> float:
         return self.steps_per_update
 
-    @save_replay_buffer.validator
-    def _check_bool(self, attribute: "attr.Attribute", value: Any) -> None:
-        if not isinstance(value, bool):
-            _fail(attribute.name, value, "true or false")
-
     @init_replay_from.validator
     def _check_init_replay(self, attribute: "attr.Attribute", value: Any) -> None:
         if value is not None and (not isinstance(value, str) or not value.strip()):

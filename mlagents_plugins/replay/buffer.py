@@ -252,41 +252,6 @@ class ReplayBuffer:
         idx = self._check_written(indices, "steps_to_segment_end", self._capacity)
         return (self._segment_last[idx] - idx) % self._capacity
 
-    def sample_sequence_starts(
-        self, batch_size: int, length: int, rng: np.random.Generator, max_rounds: int = 8
-    ) -> np.ndarray:
-        """Start indices whose whole ``length``-row window is valid, drawn uniformly among such starts.
-
-        Choice: rejection sampling - draw uniform filled rows, keep those with ``steps_to_segment_end >=
-        length - 1`` (then every row up to ``length`` is filled, in order and in the same segment), for up to
-        ``max_rounds`` rounds; this keeps the common case O(batch) instead of scanning the buffer.  If that
-        does not fill the batch (valid starts are rare), the valid starts are enumerated exactly.  If no
-        start has a full window (every segment shorter than ``length``), starts are uniform over all filled
-        rows and the caller must rely on the ``valid`` mask of ``sequence_indices``.
-        """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
-            raise ValueError(f"length must be a positive int, got {length!r}")
-        self._check_filled("sample_sequence_starts")
-        need = int(length) - 1
-        chosen = []
-        have = 0
-        for _ in range(max_rounds):
-            cand = rng.integers(0, self._size, size=2 * int(batch_size), dtype=np.int64)
-            cand = cand[self.steps_to_segment_end(cand) >= need]
-            chosen.append(cand[: int(batch_size) - have])
-            have += len(chosen[-1])
-            if have == batch_size:
-                return np.concatenate(chosen)
-        # Rare full windows: enumerate all of them (uniform over valid starts, like the rounds above).
-        all_rows = np.arange(self._size, dtype=np.int64)
-        ok = all_rows[self.steps_to_segment_end(all_rows) >= need]
-        if ok.size == 0:
-            return rng.integers(0, self._size, size=int(batch_size), dtype=np.int64)
-        chosen.append(rng.choice(ok, size=int(batch_size) - have, replace=True))
-        return np.concatenate(chosen)
-
     # ------------------------------------------------------------------ state (persistence)
     def chronological_indices(self) -> np.ndarray:
         """Ring indices of the filled rows, oldest first."""
@@ -319,35 +284,6 @@ class ReplayBuffer:
             st["priorities"] = self.priorities.priorities()[:n]
             st["max_priority"] = self.priorities.max_priority
         return st
-
-    @classmethod
-    def from_state(cls, state: Mapping, capacity: Optional[int] = None) -> "ReplayBuffer":
-        """Rebuild a buffer from ``state()`` (copies the arrays); the in-memory twin of ``load_replay``.
-
-        ``capacity`` other than the saved one keeps the newest ``min(size, capacity)`` rows in time order at
-        ring rows ``0..m-1``, exactly like ``load_replay(..., capacity=...)``.
-        """
-        saved_cap, size = int(state["capacity"]), int(state["size"])
-        cap = saved_cap if capacity is None else int(capacity)
-        buf = cls(cap, state["fields"], prioritized=state["priorities"] is not None)
-        if cap == saved_cap:
-            keep = np.arange(size, dtype=np.int64)
-            write_pos = int(state["write_pos"])
-        else:
-            oldest = int(state["write_pos"]) if size == saved_cap else 0
-            chron = (oldest + np.arange(size, dtype=np.int64)) % saved_cap
-            keep = chron[size - min(size, cap) :]
-            write_pos = len(keep) % cap
-        m = len(keep)
-        for name, a in state["arrays"].items():
-            buf._data[name][:m] = np.asarray(a)[keep]
-        buf._segment[:m] = np.asarray(state["segments"])[keep]
-        buf.restore_counters(m, write_pos, int(state["total_added"]), int(state["segment_counter"]))
-        if buf.priorities is not None:
-            pri = np.zeros(cap)
-            pri[:m] = np.asarray(state["priorities"])[keep]
-            buf.priorities.load_state(pri, state["max_priority"])
-        return buf
 
     def restore_counters(
         self, size: int, write_pos: int, total_added: int, segment_counter: int

@@ -43,11 +43,6 @@ class FieldSpec:
     def np_dtype(self) -> np.dtype:
         return np.dtype(self.dtype)
 
-    @property
-    def row_nbytes(self) -> int:
-        """Bytes one row of this field takes."""
-        return int(np.prod(self.shape, dtype=np.int64)) * self.np_dtype.itemsize
-
     def to_json(self) -> Dict[str, Any]:
         return {"shape": list(self.shape), "dtype": self.dtype}
 

@@ -192,41 +192,6 @@ def test_gather_shapes_and_errors():
     np.testing.assert_array_equal(out["reward"][2], [2.0, 0.0, 0.0])
 
 
-def test_sample_sequence_starts_prefers_full_windows():
-    rng = np.random.default_rng(3)
-    buf = ReplayBuffer(50, SPECS)
-    total = 0
-    for n in [6, 2, 9, 1, 3, 7, 12, 4, 8, 5]:  # 57 rows: wraps and partly overwrites the first chunk
-        buf.add(make_rows(total, n))
-        total += n
-    length = 5
-    starts = buf.sample_sequence_starts(3000, length, rng)
-    _, valid = buf.sequence_indices(starts, length)
-    assert valid.all()
-    # uniform among the valid starts (compare with an exact enumeration by a loop)
-    ok = [i for i in range(buf.size) if buf.sequence_indices(np.array([i]), length)[1].all()]
-    counts = np.bincount(starts, minlength=buf.capacity)
-    assert set(np.flatnonzero(counts)) == set(ok)
-    expect = 3000 / len(ok)
-    assert np.all(np.abs(counts[ok] - expect) < 5 * np.sqrt(expect))
-    # no full window anywhere: fall back to filled rows (caller uses the mask)
-    short = ReplayBuffer(10, SPECS)
-    for g in range(6):
-        short.add(make_rows(g, 1))
-    s = short.sample_sequence_starts(200, 3, rng)
-    assert s.min() >= 0 and s.max() < 6
-
-
-def test_rare_full_windows_enumerated():
-    rng = np.random.default_rng(5)
-    buf = ReplayBuffer(200, SPECS)
-    for g in range(190):
-        buf.add(make_rows(g, 1))
-    buf.add(make_rows(190, 4))  # the only window of length 4 starts at ring row 190
-    starts = buf.sample_sequence_starts(64, 4, rng)
-    assert np.all(starts == 190)
-
-
 def test_prioritized_buffer_new_rows_get_max_priority():
     buf = ReplayBuffer(5, SPECS, prioritized=True)
     idx = buf.add(make_rows(0, 3))

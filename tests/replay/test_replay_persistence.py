@@ -253,21 +253,6 @@ def test_inspect_reports_header(good_file):
     assert inspect_replay(good_file, verify=True)["verified"] is True
 
 
-@pytest.mark.parametrize("capacity", [None, 5, 16, 40])
-def test_from_state_matches_load_replay(tmp_path, capacity):
-    buf = filled(16, [5, 7, 30, 3], prioritized=True)
-    path = tmp_path / "r"
-    save_replay(path, buf)
-    from_file, _ = load_replay(path, capacity=capacity)
-    from_mem = ReplayBuffer.from_state(buf.state(), capacity=capacity)
-    assert_same(from_file, from_mem)
-    if capacity is None:
-        assert_same(buf, from_mem)
-    # a copy: changing the original does not change the rebuilt buffer
-    buf.add(rows(900, 4))
-    assert from_mem.total_added == 45
-
-
 @pytest.mark.parametrize("capacity", [None, 6])
 def test_load_switches_priorities_on_and_off(tmp_path, capacity):
     plain = filled(12, [5, 4, 6])

@@ -8,10 +8,6 @@ import numpy as np
 MOVES = np.array([[0, 0], [0, 1], [0, -1], [-1, 0], [1, 0]], dtype=np.int64)
 
 
-def in_grid(cell: np.ndarray, size: int) -> np.ndarray:
-    return np.all((cell >= 0) & (cell < size), axis=-1)
-
-
 def move_mask(pos: np.ndarray, blocked: np.ndarray) -> np.ndarray:
     """(n, 5) True where a move would leave the grid or enter a blocked cell (stay is always allowed)."""
     n, size = pos.shape[0], blocked.shape[1]
