@@ -28,6 +28,7 @@ from mlagents.trainers.training_status import GlobalTrainingStatus
 from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
 from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
+from mlagents_plugins import patches
 from mlagents_plugins.envs.academy import STAT_SUCCESS_RATE
 from mlagents_plugins.envs.inprocess import SceneEnv
 from mlagents_plugins.envs.scenes import scene_class
@@ -127,6 +128,7 @@ def train_in_process(
         )
     behavior = scene_class(scene).behavior_name
     register_trainer_plugins()
+    patches.install_all()  # what mlagents-learn's start-up does through our stats-writer entry point
     behavior_config = dict(config)
     behavior_config["max_steps"] = max_steps
     options = RunOptions.from_dict(
