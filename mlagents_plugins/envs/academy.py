@@ -90,6 +90,8 @@ class Behavior:
         self.ids = np.zeros(scene.num_agents, dtype=np.int32)
 
     def flat_mask(self) -> Optional[np.ndarray]:
+        """The scene's per-branch masks as one row per slot, as an AgentInfo carries them (all False when the
+        scene sets none; None without discrete branches)."""
         spec = self.scene.action_spec
         if spec.discrete_size == 0:
             return None
