@@ -1,21 +1,25 @@
-"""The Unity-side runtime around a scene: agent ids, side channels, message order.
+"""The Unity-side runtime around a scene: behaviors, agent ids, side channels, message order.
 
 This is what Unity's Academy + Agents do around the scene logic, written once so the in-process
 ``SceneEnv`` and the gRPC stand-in produce the same thing:
 
-* every agent episode gets a fresh id (Unity's episode id); an agent whose episode ended appears twice
-  in one message - its terminal info (``done``, ``max_step_reached`` for time-outs) then the first info
-  of its next episode (``done`` false, reward 0) under a new id;
-* actions are expected for the ``done``-false infos, in message order (= slot order);
+* a scene has one behavior per part (``scenes.scene_behaviors``: a plain scene is its own one part, a group
+  has several); each behavior ``Name?team=0`` gets its own infos and its own actions in every message;
+* every agent episode gets a fresh id (Unity's episode id, one counter for all behaviors, as Unity's is
+  static); an agent whose episode ended appears twice in its behavior's infos of one message - its terminal
+  info (``done``, ``max_step_reached`` for time-outs) then the first info of its next episode (``done``
+  false, reward 0) under a new id;
+* actions are expected per behavior for its ``done``-false infos, in message order (= slot order);
 * side channels from Python are applied *before* the command of the same message (environment
   parameters with samplers, engine configuration, training analytics);
 * every episode end sends ``Scene/Success Rate`` (1 or 0, averaged) and ``Scene/Difficulty`` through
-  the stats side channel, so they show up in mlagents summaries and TensorBoard.
+  the stats side channel, so they show up in mlagents summaries and TensorBoard (the stats channel names no
+  behavior: ML-Agents adds them to every behavior's summaries, as it does for a Unity scene).
 """
 import logging
 import struct
 import uuid
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -30,7 +34,7 @@ from mlagents_envs.side_channel.outgoing_message import OutgoingMessage
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod, StatsSideChannel
 
 from mlagents_plugins.envs.params import ParameterStore
-from mlagents_plugins.envs.scenes import Scene, scene_class
+from mlagents_plugins.envs.scenes import Scene, scene_behaviors
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +80,33 @@ def pack_side_channel_message(channel_id: uuid.UUID, payload: bytes) -> bytes:
     return channel_id.bytes_le + struct.pack("<i", len(payload)) + bytes(payload)
 
 
+class Behavior:
+    """One behavior of the academy: a scene whose agents all carry this behavior name, and their episode ids."""
+
+    def __init__(self, scene: Scene):
+        self.scene = scene
+        self.name = f"{scene.behavior_name}?team=0"
+        self.spec = BehaviorSpec(scene.observation_specs, scene.action_spec)
+        self.ids = np.zeros(scene.num_agents, dtype=np.int32)
+
+    def flat_mask(self) -> Optional[np.ndarray]:
+        """The scene's per-branch masks as one row per slot, as an AgentInfo carries them (all False when the
+        scene sets none; None without discrete branches)."""
+        spec = self.scene.action_spec
+        if spec.discrete_size == 0:
+            return None
+        masks = self.scene.action_mask()
+        if masks is None:
+            return np.zeros((self.scene.num_agents, int(sum(spec.discrete_branches))), dtype=bool)
+        return np.concatenate([np.asarray(m, dtype=bool) for m in masks], axis=1)
+
+
 class Academy:
-    """Runs one scene the way Unity runs a scene with one Behavior; see the module docstring."""
+    """Runs one scene the way Unity runs a scene with its Behaviors; see the module docstring.
+
+    Every part of the scene gets the same arguments: ``num_areas`` areas each, ``seed``, one shared
+    ``ParameterStore`` (environment parameters reach every agent, as in Unity).
+    """
 
     def __init__(
         self,
@@ -89,26 +118,36 @@ class Academy:
         **scene_kwargs: Any,
     ):
         self.parameters = ParameterStore()
-        cls = scene_class(scene)
-        self.scene: Scene = cls(
-            num_areas=num_areas,
-            seed=seed,
-            max_episode_steps=max_episode_steps,
-            decision_period=decision_period,
-            parameters=self.parameters,
-            **scene_kwargs,
-        )
-        self.behavior_name = f"{cls.behavior_name}?team=0"
+        self.behaviors: List[Behavior] = [
+            Behavior(
+                cls(
+                    num_areas=num_areas,
+                    seed=seed,
+                    max_episode_steps=max_episode_steps,
+                    decision_period=decision_period,
+                    parameters=self.parameters,
+                    **scene_kwargs,
+                )
+            )
+            for cls in scene_behaviors(scene)
+        ]
+        names = [b.name for b in self.behaviors]
+        if len(set(names)) != len(names):
+            raise ValueError(f"scene={scene!r}: two parts share a behavior name ({', '.join(names)})")
         self.engine_config: Dict[str, Any] = {}
         self.analytics_messages = 0
         self.total_steps = 0
         self._next_id = 0
-        self._ids = np.zeros(self.scene.num_agents, dtype=np.int32)
         self._stats: List[Tuple[str, float, StatsAggregationMethod]] = []
 
     @property
-    def behavior_spec(self) -> BehaviorSpec:
-        return BehaviorSpec(self.scene.observation_specs, self.scene.action_spec)
+    def behavior_specs(self) -> Dict[str, BehaviorSpec]:
+        """Behavior name -> spec, in message order."""
+        return {b.name: b.spec for b in self.behaviors}
+
+    @property
+    def num_agents(self) -> int:
+        return sum(b.scene.num_agents for b in self.behaviors)
 
     # ----- side channels ----------------------------------------------------------------------------
     def receive_side_channels(self, data: bytes) -> None:
@@ -156,53 +195,63 @@ class Academy:
         return bytes(out)
 
     # ----- commands ---------------------------------------------------------------------------------
-    def _new_ids(self, slots: np.ndarray) -> None:
+    def _new_ids(self, behavior: Behavior, slots: np.ndarray) -> None:
         for s in slots:
-            self._ids[s] = self._next_id
+            behavior.ids[s] = self._next_id
             self._next_id += 1
 
-    def _flat_mask(self) -> Optional[np.ndarray]:
-        spec = self.scene.action_spec
-        if spec.discrete_size == 0:
-            return None
-        masks = self.scene.action_mask()
-        if masks is None:
-            return np.zeros((self.scene.num_agents, int(sum(spec.discrete_branches))), dtype=bool)
-        return np.concatenate([np.asarray(m, dtype=bool) for m in masks], axis=1)
+    def reset(self) -> Dict[str, AgentInfos]:
+        """RESET: every slot of every behavior starts a new episode under a new id; no terminal infos are sent."""
+        out = {}
+        for b in self.behaviors:
+            b.scene.reset()
+            n = b.scene.num_agents
+            self._new_ids(b, np.arange(n))
+            out[b.name] = AgentInfos(
+                b.ids.copy(),
+                np.zeros(n, dtype=bool),
+                np.zeros(n, dtype=bool),
+                np.zeros(n, dtype=np.float32),
+                b.scene.observe(),
+                b.flat_mask(),
+            )
+        return out
 
-    def reset(self) -> AgentInfos:
-        """RESET: every slot starts a new episode under a new id; no terminal infos are sent."""
-        self.scene.reset()
-        n = self.scene.num_agents
-        self._new_ids(np.arange(n))
-        return AgentInfos(
-            self._ids.copy(),
-            np.zeros(n, dtype=bool),
-            np.zeros(n, dtype=bool),
-            np.zeros(n, dtype=np.float32),
-            self.scene.observe(),
-            self._flat_mask(),
-        )
+    def step(self, actions: Mapping[str, ActionTuple]) -> Dict[str, AgentInfos]:
+        """STEP: apply each behavior's actions (rows = its previous done-false infos, i.e. slots).
 
-    def step(self, action: ActionTuple) -> AgentInfos:
-        """STEP: apply actions (rows = the previous message's done-false infos, i.e. slots)."""
-        difficulty = self.scene.difficulty.copy()
-        result = self.scene.step(action)
+        A behavior without an entry in ``actions`` acts with zeros, as Unity's agents do without a decision.
+        """
+        unknown = set(actions) - {b.name for b in self.behaviors}
+        if unknown:
+            raise ValueError(f"actions for unknown behaviors {sorted(unknown)}; behaviors: {list(self.behavior_specs)}")
         self.total_steps += 1
+        out = {}
+        for b in self.behaviors:
+            action = actions.get(b.name)
+            if action is None:
+                action = b.spec.action_spec.empty_action(b.scene.num_agents)
+            out[b.name] = self._step_behavior(b, action)
+        return out
+
+    def _step_behavior(self, b: Behavior, action: ActionTuple) -> AgentInfos:
+        scene = b.scene
+        difficulty = scene.difficulty.copy()
+        result = scene.step(action)
         for v in (result.reward, *result.terminal_obs):
             if not np.all(np.isfinite(v)):
-                raise RuntimeError(f"scene {self.behavior_name} produced a non-finite value")
+                raise RuntimeError(f"scene {b.name} produced a non-finite value")
         ended = np.nonzero(result.done)[0]
-        old_ids = self._ids.copy()
-        self._new_ids(ended)
+        old_ids = b.ids.copy()
+        self._new_ids(b, ended)
         for s in ended:
             self._stats.append((STAT_SUCCESS_RATE, float(result.success[s]), StatsAggregationMethod.AVERAGE))
             self._stats.append((STAT_DIFFICULTY, float(difficulty[s]), StatsAggregationMethod.AVERAGE))
 
-        fresh = self.scene.observe()
-        mask = self._flat_mask()
+        fresh = scene.observe()
+        mask = b.flat_mask()
         # Row order: for each slot, its terminal info (if it ended) then its current info.
-        n = self.scene.num_agents
+        n = scene.num_agents
         rows_slot: List[int] = []
         rows_terminal: List[bool] = []
         for s in range(n):
@@ -213,7 +262,7 @@ class Academy:
             rows_terminal.append(False)
         slot = np.array(rows_slot, dtype=np.int64)
         term = np.array(rows_terminal, dtype=bool)
-        ids = np.where(term, old_ids[slot], self._ids[slot]).astype(np.int32)
+        ids = np.where(term, old_ids[slot], b.ids[slot]).astype(np.int32)
         reward = np.where(term | ~result.done[slot], result.reward[slot], 0.0).astype(np.float32)
         max_step = term & result.interrupted[slot]
         obs = []

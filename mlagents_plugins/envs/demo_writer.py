@@ -22,7 +22,7 @@ from mlagents_envs.communicator_objects.demonstration_meta_pb2 import Demonstrat
 from google.protobuf.internal.encoder import _VarintBytes  # type: ignore
 
 from mlagents_plugins.envs.academy import Academy
-from mlagents_plugins.envs.scenes import SCENES
+from mlagents_plugins.envs.scenes import SCENES, scene_class
 from mlagents_plugins.envs.wire import agent_info_protos, brain_parameters_proto
 
 DEMO_API_VERSION = 1
@@ -62,17 +62,19 @@ def record_demo(
     """Run the scene's ``heuristic()`` for ``steps`` decisions and write every agent's finished episodes."""
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps={steps!r} is invalid; must be a positive integer")
+    scene_class(scene)  # a demonstration is one behavior's: a clear error for a scene with several
     academy = Academy(scene, num_areas=num_areas, seed=seed, **scene_kwargs)
-    spec = academy.behavior_spec
-    n = academy.scene.num_agents
+    (behavior,) = academy.behaviors
+    spec = behavior.spec
+    n = behavior.scene.num_agents
     per_slot: List[List[AgentInfoActionPairProto]] = [[] for _ in range(n)]
     kept = [0] * n  # pairs of each slot up to and including its last terminal info
     returns: List[float] = []
     zero = _action_proto(np.zeros(spec.action_spec.continuous_size, np.float32),
                          np.zeros(spec.action_spec.discrete_size, np.int32))
-    infos = academy.reset()
+    infos = academy.reset()[behavior.name]
     for _ in range(steps):
-        action = academy.scene.heuristic()
+        action = behavior.scene.heuristic()
         cont = action.continuous if spec.action_spec.continuous_size else np.zeros((n, 0), np.float32)
         disc = action.discrete if spec.action_spec.discrete_size else np.zeros((n, 0), np.int32)
         slot = 0
@@ -86,8 +88,8 @@ def record_demo(
                 pair.action_info.CopyFrom(_action_proto(cont[slot], disc[slot]))
                 per_slot[slot].append(pair)
                 slot += 1
-        before = academy.scene.episode_return.copy()
-        infos = academy.step(action)
+        before = behavior.scene.episode_return.copy()
+        infos = academy.step({behavior.name: action})[behavior.name]
         result_done = infos.done
         # returns of the episodes that just ended (their terminal rows carry the last reward)
         slot = 0
@@ -109,7 +111,7 @@ def record_demo(
         raise ValueError(f"no episode finished in {steps} steps; record more steps")
     meta = DemonstrationMetaProto(
         api_version=DEMO_API_VERSION,
-        demonstration_name=demo_name or academy.scene.behavior_name,
+        demonstration_name=demo_name or behavior.scene.behavior_name,
         number_steps=len(pairs),
         number_episodes=len(returns),
         mean_reward=float(np.mean(returns)) if returns else 0.0,
@@ -120,7 +122,7 @@ def record_demo(
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "wb") as f:
         f.write(head + b"\0" * (META_END - len(head)))
-        f.write(_delimited(brain_parameters_proto(academy.behavior_name, spec.action_spec)))
+        f.write(_delimited(brain_parameters_proto(behavior.name, spec.action_spec)))
         for pair in pairs:
             f.write(_delimited(pair))
     return DemoSummary(path, len(pairs), len(returns), meta.mean_reward)

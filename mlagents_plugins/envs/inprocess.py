@@ -1,12 +1,13 @@
 """``SceneEnv``: a stand-in scene as an in-process ``mlagents_envs.base_env.BaseEnv``.
 
-Same semantics as the scene behind gRPC (``standin.py``), without sockets: behavior ``Name?team=0``,
+Same semantics as the scene behind gRPC (``standin.py``), without sockets: one behavior ``Name?team=0`` per
+part of the scene (``get_steps``/``set_actions`` per behavior; a behavior left without actions acts with zeros),
 terminal steps with ``interrupted`` for time-outs, fresh agent ids per episode, action masks split per
 branch (all False when a scene sets none), side channels exchanged at every reset/step (environment
 parameters and samplers in, stats out - only if a StatsSideChannel is registered), and camera images quantised to 1/255 exactly as a PNG round
 trip gives them.  Fast: use it for unit and learning tests; use the stand-in to test the protocol.
 """
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -68,36 +69,35 @@ class SceneEnv(BaseEnv):
         **scene_kwargs,
     ):
         self._academy = Academy(scene, num_areas, seed, max_episode_steps, **scene_kwargs)
-        self._name = self._academy.behavior_name
-        self._spec = self._academy.behavior_spec
+        self._specs = self._academy.behavior_specs
         channels = list(side_channels or [])
         self._channels = SideChannelManager(channels)
         # Unity sends stats whether or not Python listens, and UnityEnvironment then warns on every step;
         # in-process we only deliver them to a registered stats channel (no warning flood in tests).
         self._wants_stats = any(c.channel_id == STATS_ID for c in channels)
-        self._state: Optional[Tuple[DecisionSteps, TerminalSteps]] = None
-        self._action: Optional[ActionTuple] = None
+        self._state: Optional[Dict[str, Tuple[DecisionSteps, TerminalSteps]]] = None
+        self._actions: Dict[str, ActionTuple] = {}
         self._closed = False
 
     @property
     def academy(self) -> Academy:
-        """The Unity-side runtime (scene, parameters, engine configuration) - for tests and tools."""
+        """The Unity-side runtime (behaviors and their scenes, parameters, engine configuration) - for tests and tools."""
         return self._academy
 
     @property
     def behavior_specs(self) -> BehaviorMapping:
-        return BehaviorMapping({self._name: self._spec})
+        return BehaviorMapping(dict(self._specs))
 
     def _exchange(self, run) -> None:
         if self._closed:
             raise UnityEnvironmentException("No Unity environment is loaded.")
         self._academy.receive_side_channels(bytes(self._channels.generate_side_channel_messages()))
         infos = run()
-        self._state = infos_to_steps(infos, self._spec)
+        self._state = {name: infos_to_steps(infos[name], spec) for name, spec in self._specs.items()}
         stats = self._academy.outgoing_side_channels()
         if self._wants_stats:
             self._channels.process_side_channel_message(stats)
-        self._action = None
+        self._actions = {}
 
     def reset(self) -> None:
         self._exchange(self._academy.reset)
@@ -105,12 +105,11 @@ class SceneEnv(BaseEnv):
     def step(self) -> None:
         if self._state is None:
             return self.reset()
-        n = len(self._state[0])
-        action = self._action if self._action is not None else self._spec.action_spec.empty_action(n)
-        self._exchange(lambda: self._academy.step(action))
+        actions = self._actions
+        self._exchange(lambda: self._academy.step(actions))
 
     def _check_name(self, behavior_name: BehaviorName) -> None:
-        if behavior_name != self._name:
+        if behavior_name not in self._specs:
             raise UnityActionException(
                 f"The group {behavior_name} does not correspond to an existing agent group in the environment"
             )
@@ -119,31 +118,32 @@ class SceneEnv(BaseEnv):
         self._check_name(behavior_name)
         if self._state is None:
             return
-        n = len(self._state[0])
-        self._action = self._spec.action_spec._validate_action(action, n, behavior_name)
+        n = len(self._state[behavior_name][0])
+        spec = self._specs[behavior_name].action_spec
+        self._actions[behavior_name] = spec._validate_action(action, n, behavior_name)
 
     def set_action_for_agent(self, behavior_name: BehaviorName, agent_id: int, action: ActionTuple) -> None:
         self._check_name(behavior_name)
         if self._state is None:
             return
-        spec = self._spec.action_spec
+        spec = self._specs[behavior_name].action_spec
         action = spec._validate_action(action, 1, behavior_name)
-        decision = self._state[0]
-        if self._action is None:
-            self._action = spec.empty_action(len(decision))
+        decision = self._state[behavior_name][0]
+        if behavior_name not in self._actions:
+            self._actions[behavior_name] = spec.empty_action(len(decision))
         hits = np.nonzero(decision.agent_id == agent_id)[0]
         if hits.size == 0:
             raise IndexError(f"agent_id {agent_id} is did not request a decision at the previous step")
         if spec.continuous_size > 0:
-            self._action.continuous[hits[0]] = action.continuous[0]
+            self._actions[behavior_name].continuous[hits[0]] = action.continuous[0]
         if spec.discrete_size > 0:
-            self._action.discrete[hits[0]] = action.discrete[0]
+            self._actions[behavior_name].discrete[hits[0]] = action.discrete[0]
 
     def get_steps(self, behavior_name: BehaviorName) -> Tuple[DecisionSteps, TerminalSteps]:
         self._check_name(behavior_name)
         if self._state is None:
             raise UnityEnvironmentException("get_steps() called before reset()")
-        return self._state
+        return self._state[behavior_name]
 
     def close(self) -> None:
         self._closed = True

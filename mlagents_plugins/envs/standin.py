@@ -6,9 +6,10 @@ single unary ``Exchange`` RPC for everything, exactly like Unity's RpcCommunicat
 1. first message: ``rl_initialization_output`` (name, communication version 1.5.0, package version,
    capabilities, log path); the reply carries ``rl_initialization_input`` (seed, num_areas, ...);
 2. a header-only message; its reply is the first input (a RESET, with side channels);
-3. from then on every request carries the output for the previous input (agent infos of the
-   behavior ``Name?team=0`` - with its brain parameters in the first one - and stats side-channel
-   data); the reply is the next input (side channels, then the STEP/RESET/QUIT command and actions).
+3. from then on every request carries the output for the previous input (agent infos of every
+   behavior ``Name?team=0`` of the scene - with their brain parameters in the first one - and stats
+   side-channel data); the reply is the next input (side channels, then the STEP/RESET/QUIT command and
+   actions per behavior).
 
 Python closes by replying status 400 and stopping its server at once, so CANCELLED/UNAVAILABLE after
 the handshake also means "closed": exit 0.  Every call has a deadline (``--timeout-wait``) and a lost
@@ -149,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def write_builds(directory: str) -> List[str]:
-    """Write one executable launcher per scene; each execs this interpreter on this module."""
+    """Write one executable launcher per scene (a group's too); each execs this interpreter on this module."""
     os.makedirs(directory, exist_ok=True)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     python = os.path.abspath(sys.executable)
@@ -245,7 +246,8 @@ class StandIn:
         )
         logger.info(
             f"trainer {init_in.package_version} (communication {init_in.communication_version}); scene "
-            f"{self.args.scene}, seed {seed}, {num_areas} area(s), {self.academy.scene.num_agents} agents"
+            f"{self.args.scene}, seed {seed}, {num_areas} area(s), {self.academy.num_agents} agents "
+            f"(behaviors: {', '.join(self.academy.behavior_specs)})"
         )
         self.handshake_done = True
         return self._exchange(UnityMessageProto(header=HeaderProto(status=200)), self.args.timeout_wait)
@@ -257,8 +259,8 @@ class StandIn:
         academy = self.academy
         if academy is None:
             raise RuntimeError("handshake finished without creating the scene")
-        spec = academy.behavior_spec
-        n_decisions = 0
+        specs = academy.behavior_specs
+        n_decisions = {name: 0 for name in specs}
         steps = 0
         started = False  # a STEP before the first RESET starts the scene, like Unity's first academy step
         while True:
@@ -274,12 +276,14 @@ class StandIn:
                 infos = academy.reset()
                 started = True
             elif rl_in.command == STEP:
-                sent = []
-                if academy.behavior_name in rl_in.agent_actions:
-                    sent = rl_in.agent_actions[academy.behavior_name].value
-                if len(sent) != n_decisions:
-                    logger.warning(f"expected actions for {n_decisions} agents, got {len(sent)}; missing ones are zero")
-                infos = academy.step(actions_from_protos(sent, spec.action_spec, n_decisions))
+                actions = {}
+                for name, spec in specs.items():
+                    sent = rl_in.agent_actions[name].value if name in rl_in.agent_actions else []
+                    if len(sent) != n_decisions[name]:
+                        logger.warning(f"{name}: expected actions for {n_decisions[name]} agents, got {len(sent)}; "
+                                       "missing ones are zero")
+                    actions[name] = actions_from_protos(sent, spec.action_spec, n_decisions[name])
+                infos = academy.step(actions)
                 if self.args.step_cost_ms:
                     time.sleep(self.args.step_cost_ms / 1000.0)
                 steps += 1
@@ -288,16 +292,17 @@ class StandIn:
                     os._exit(EXIT_QUIT_AFTER_STEPS)
             else:
                 raise RuntimeError(f"unknown command {rl_in.command}")
-            n_decisions = int((~infos.done).sum())
             out = UnityMessageProto(header=HeaderProto(status=200))
             rl_out = out.unity_output.rl_output
-            rl_out.agentInfos[academy.behavior_name].value.extend(agent_info_protos(infos, spec))
+            for name, spec in specs.items():
+                n_decisions[name] = int((~infos[name].done).sum())
+                rl_out.agentInfos[name].value.extend(agent_info_protos(infos[name], spec))
+                if not brain_parameters_sent:
+                    out.unity_output.rl_initialization_output.brain_parameters.append(
+                        brain_parameters_proto(name, spec.action_spec)
+                    )
+            brain_parameters_sent = True
             rl_out.side_channel = academy.outgoing_side_channels()
-            if not brain_parameters_sent:
-                out.unity_output.rl_initialization_output.brain_parameters.append(
-                    brain_parameters_proto(academy.behavior_name, spec.action_spec)
-                )
-                brain_parameters_sent = True
             reply = self._exchange(out, self.args.timeout_wait)
 
     def close(self) -> None:

@@ -35,7 +35,7 @@ def test_first_slot_block_replays_the_expert(tmp_path):
     _, buf = demo_to_buffer(summary.path, 1)
     env = SceneEnv("balance", seed=3, max_episode_steps=10)
     env.reset()
-    scene = env.academy.scene
+    scene = env.academy.behaviors[0].scene
     obs0 = np.array(buf[ObsUtil.get_name_at(0)])
     acts = np.array(buf[BufferKey.CONTINUOUS_ACTION])
     for t in range(10):  # slot 0's first episode: 10 decisions

@@ -1,4 +1,5 @@
-"""End to end: the real ``mlagents-learn`` (subprocess) training built-in PPO through the stand-in."""
+"""End to end: the real ``mlagents-learn`` (subprocess) training built-in PPO through the stand-in, and a plugin
+trainer and PPO side by side on a scene with two behaviors."""
 import glob
 import os
 import subprocess
@@ -47,18 +48,24 @@ def learn(*args, timeout=150):
     return out, time.time() - start
 
 
-def check_onnx(path, obs_size=8, n_actions=2):
+def check_onnx(path, continuous=2, discrete_branches=0):
+    """The exported policy loads in onnxruntime and gives finite actions of the expected sizes for one agent."""
     import onnxruntime as ort
 
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feeds = {}
     for inp in sess.get_inputs():
         shape = [1 if not isinstance(d, int) else d for d in inp.shape]
-        feeds[inp.name] = np.zeros(shape, dtype=np.float32)
+        # action_masks: 1 = allowed (mlagents' export); observations and memories: zeros
+        feeds[inp.name] = (np.ones if inp.name == "action_masks" else np.zeros)(shape, dtype=np.float32)
     assert any(i.name.startswith("obs_0") for i in sess.get_inputs())
     outputs = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
-    assert outputs["continuous_actions"].shape == (1, n_actions)
-    assert np.all(np.isfinite(outputs["continuous_actions"]))
+    for key, size in (("continuous_actions", continuous), ("discrete_actions", discrete_branches)):
+        if size:
+            assert outputs[key].shape == (1, size)
+            assert np.all(np.isfinite(outputs[key]))
+        else:
+            assert key not in outputs
 
 
 def test_launch_mode_two_envs_then_resume(builds, tmp_path):
@@ -123,3 +130,50 @@ def test_editor_mode(tmp_path):
         stop.set()
         if proc.poll() is None:
             proc.kill()
+
+
+TWO_BEHAVIORS = """
+behaviors:
+  Balance:
+    trainer_type: fast_sac
+    # compile_update off: a one-off torch.compile would take most of this short run
+    hyperparameters: {batch_size: 64, buffer_size: 5000, buffer_init_steps: 200, steps_per_update: 4.0,
+                      compile_update: false}
+    network_settings: {hidden_units: 32, num_layers: 1}
+    max_steps: 1000
+    summary_freq: 500
+    checkpoint_interval: 1000
+    time_horizon: 32
+  Reach:
+    trainer_type: ppo
+    hyperparameters: {batch_size: 64, buffer_size: 256, num_epoch: 2}
+    network_settings: {hidden_units: 32, num_layers: 1}
+    max_steps: 1000
+    summary_freq: 500
+    checkpoint_interval: 1000
+    time_horizon: 32
+"""
+
+
+def test_two_behaviors_two_trainers(builds, tmp_path):
+    """One build, two behaviors: fast_sac (ours) trains Balance and PPO (built-in) trains Reach, each its own
+    model, summaries and stats."""
+    cfg = tmp_path / "two.yaml"
+    cfg.write_text(TWO_BEHAVIORS)
+    results = str(tmp_path / "results")
+    out, _ = learn(str(cfg), f"--env={builds}/BalanceAndReach", "--run-id=two", "--num-envs=1",
+                   f"--base-port={free_base_port(1)}", f"--results-dir={results}", "--no-graphics",
+                   "--env-args", "--num-areas", "2")
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    run = os.path.join(results, "two")
+    log = open(os.path.join(run, "run_logs", "Player-0.log")).read()
+    assert "2 area(s), 16 agents (behaviors: Balance?team=0, Reach?team=0)" in log
+    for behavior, trainer, actions in (("Balance", "fast_sac", {"continuous": 2}),
+                                       ("Reach", "ppo", {"continuous": 0, "discrete_branches": 2})):
+        assert f"Hyperparameters for behavior name {behavior}: \n\ttrainer_type:\t{trainer}\n" in text
+        assert f"[INFO] {behavior}. Step: 1000." in text, text[-4000:]
+        assert os.path.isfile(os.path.join(run, behavior, "checkpoint.pt"))
+        check_onnx(os.path.join(run, f"{behavior}.onnx"), **actions)
+        events = glob.glob(os.path.join(run, behavior, "events.out.tfevents.*"))
+        assert events and any(b"Scene/Success Rate" in open(p, "rb").read() for p in events)

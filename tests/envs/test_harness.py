@@ -69,7 +69,7 @@ def test_bad_arguments_are_trainer_config_errors(tmp_path, kwargs, message):
 
 
 def test_unknown_scene_is_named(tmp_path):
-    with pytest.raises(ValueError, match="scene='cartpole' is unknown; allowed: balance, balance_big_reward_long, .*, switching_noisy"):
+    with pytest.raises(ValueError, match="scene='cartpole' is unknown; allowed: balance, balance_and_reach, balance_big_reward_long, .*, switching_noisy"):
         train_in_process(PPO, "cartpole", max_steps=10, output_dir=str(tmp_path))
 
 

@@ -84,7 +84,7 @@ def test_side_channels_parameters_in_stats_out():
     env = SceneEnv("branches", num_areas=1, seed=0, side_channels=[params, stats], max_episode_steps=2)
     params.set_float_parameter("difficulty", 0.25)
     env.reset()
-    assert env.academy.scene.difficulty.tolist() == [0.25] * 4
+    assert env.academy.behaviors[0].scene.difficulty.tolist() == [0.25] * 4
     name = "Branches?team=0"
     for _ in range(2):
         env.set_actions(name, ActionTuple(discrete=np.zeros((4, 2), np.int32)))

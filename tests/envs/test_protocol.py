@@ -15,7 +15,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
 from mlagents_plugins.envs.academy import STAT_DIFFICULTY, STAT_SUCCESS_RATE
 from mlagents_plugins.envs.inprocess import SceneEnv
-from mlagents_plugins.envs.scenes import ALL_SCENES, SCENES
+from mlagents_plugins.envs.scenes import ALL_SCENES, SCENES, scene_behaviors
 from mlagents_plugins.envs.scenes.variants import VARIANT_SPECS
 from mlagents_plugins.envs.standin import EXIT_TRAINER_LOST, main, split_unity_args
 
@@ -44,34 +44,40 @@ def random_actions(spec, dec, rng):
     return ActionTuple(continuous=cont, discrete=disc)
 
 
-def trace(env, name, steps, seed=0):
+def trace(env, names, steps, seed=0):
+    """Every step's decision and terminal steps of each behavior in ``names``, under random actions."""
     rng = np.random.default_rng(seed)
     env.reset()
-    spec = env.behavior_specs[name].action_spec
     out = []
     for _ in range(steps):
-        dec, term = env.get_steps(name)
-        out.append((dec.agent_id.copy(), [o.copy() for o in dec.obs], dec.reward.copy(),
-                    None if dec.action_mask is None else [m.copy() for m in dec.action_mask],
-                    term.agent_id.copy(), [o.copy() for o in term.obs], term.reward.copy(), term.interrupted.copy()))
-        env.set_actions(name, random_actions(spec, dec, rng))
+        for name in names:
+            dec, term = env.get_steps(name)
+            out.append((dec.agent_id.copy(), [o.copy() for o in dec.obs], dec.reward.copy(),
+                        None if dec.action_mask is None else [m.copy() for m in dec.action_mask],
+                        term.agent_id.copy(), [o.copy() for o in term.obs], term.reward.copy(),
+                        term.interrupted.copy()))
+            env.set_actions(name, random_actions(env.behavior_specs[name].action_spec, dec, rng))
         env.step()
     return out
 
 
-# Every base scene, and the variants that change what goes over the wire (image size and channels, vector and
-# action sizes).
-@pytest.mark.parametrize("scene", sorted(SCENES) + ["camera_gray18", "camera36", "balance_distractors"])
+# Every base scene, the variants that change what goes over the wire (image size and channels, vector and
+# action sizes), and a scene with two behaviors.
+@pytest.mark.parametrize("scene", sorted(SCENES) + ["camera_gray18", "camera36", "balance_distractors",
+                                                    "balance_and_reach"])
 def test_grpc_matches_in_process_exactly(builds, scene, tmp_path):
-    """Handshake, specs, episode ends (success/failure/time-out), masks, PNG images: all bit-identical."""
-    name = f"{ALL_SCENES[scene].behavior_name}?team=0"
+    """Handshake, specs, episode ends (success/failure/time-out), masks, PNG images: all bit-identical, for
+    every behavior of the scene."""
+    names = [f"{cls.behavior_name}?team=0" for cls in scene_behaviors(scene)]
     remote = open_env(builds, scene, tmp_path, seed=5, additional_args=["--max-episode-steps", "6", "-screen-width", "84"])
     try:
         assert list(remote.behavior_specs) == []  # like Unity: specs arrive with the first agent infos
-        remote_trace = trace(remote, name, 25)
+        remote_trace = trace(remote, names, 25)
         local = SceneEnv(scene, seed=5, max_episode_steps=6)
-        local_trace = trace(local, name, 25)
-        assert remote.behavior_specs[name] == local.behavior_specs[name]
+        local_trace = trace(local, names, 25)
+        assert list(remote.behavior_specs) == list(local.behavior_specs) == names
+        for name in names:
+            assert remote.behavior_specs[name] == local.behavior_specs[name]
     finally:
         remote.close()
     n_term = n_interrupted = 0
@@ -212,7 +218,7 @@ def test_write_builds_launchers(tmp_path):
     names = sorted(os.listdir(tmp_path / "b"))
     base = ["Balance.x86_64", "Branches.x86_64", "Camera.x86_64", "Hybrid.x86_64", "Reach.x86_64", "Switching.x86_64"]
     variants = [f"{v.behavior_name}.x86_64" for v in VARIANT_SPECS]  # one launcher per variant too
-    assert names == sorted(base + variants) and len(variants) == 9
+    assert names == sorted(base + variants + ["BalanceAndReach.x86_64"]) and len(variants) == 9
     path = tmp_path / "b" / "Camera.x86_64"
     assert os.access(path, os.X_OK)
     out = subprocess.run([str(path), "--bogus"], capture_output=True, text=True, timeout=60)

@@ -1,10 +1,12 @@
-"""The headless stand-in scenes, by name (see docs/scenes.md): the six base scenes and their variants."""
-from typing import Dict, List, Type
+"""The headless stand-in scenes, by name (see docs/scenes.md): the six base scenes, their variants, and the
+scenes with several behaviors (``groups.py``)."""
+from typing import Dict, List, Tuple, Type, Union
 
 from mlagents_plugins.envs.scenes.balance import BalanceScene
 from mlagents_plugins.envs.scenes.base import DIFFICULTY, Scene, SceneStep
 from mlagents_plugins.envs.scenes.branches import BranchesScene
 from mlagents_plugins.envs.scenes.camera import CameraScene
+from mlagents_plugins.envs.scenes.groups import BalanceAndReach, SceneGroup
 from mlagents_plugins.envs.scenes.hybrid import HybridScene
 from mlagents_plugins.envs.scenes.reach import ReachScene
 from mlagents_plugins.envs.scenes.switching import SwitchingScene
@@ -19,10 +21,17 @@ SCENES: Dict[str, Type[Scene]] = {
     "switching": SwitchingScene,
 }
 
-#: every scene by name: the base scenes and their named variants (``variants.py``)
-ALL_SCENES: Dict[str, Type[Scene]] = {**SCENES, **build_variants(SCENES)}
+#: the scenes with several behaviors, by name
+GROUPS: Dict[str, Type[SceneGroup]] = {"balance_and_reach": BalanceAndReach}
+
+#: every scene by name: the base scenes, their named variants (``variants.py``) and the groups (``groups.py``)
+ALL_SCENES: Dict[str, Union[Type[Scene], Type[SceneGroup]]] = {**SCENES, **build_variants(SCENES), **GROUPS}
 #: tuning / validation split of ALL_SCENES (the base scenes are tuning: the shipped configs were tuned on them, and reach is the #14 diagnosis scene)
-SPLIT: Dict[str, str] = {**{name: TUNING for name in SCENES}, **{v.name: v.split for v in VARIANT_SPECS}}
+SPLIT: Dict[str, str] = {
+    **{name: TUNING for name in SCENES},
+    **{v.name: v.split for v in VARIANT_SPECS},
+    **{name: g.split for name, g in GROUPS.items()},
+}
 
 
 def scenes_in(split: str) -> List[str]:
@@ -32,12 +41,32 @@ def scenes_in(split: str) -> List[str]:
     return sorted(name for name, s in SPLIT.items() if s == split)
 
 
-def scene_class(name: str) -> Type[Scene]:
-    """The scene class for ``name`` (case-insensitive), with a clear error listing the allowed names."""
+def scene_behaviors(name: str) -> Tuple[Type[Scene], ...]:
+    """The scene classes of ``name`` (case-insensitive), one per behavior: one for a plain scene, a group's parts
+    for a group; a clear error listing the allowed names for an unknown one."""
     key = str(name).lower()
     if key not in ALL_SCENES:
         raise ValueError(f"scene={name!r} is unknown; allowed: {', '.join(sorted(ALL_SCENES))}")
-    return ALL_SCENES[key]
+    found = ALL_SCENES[key]
+    return found.parts if issubclass(found, SceneGroup) else (found,)
 
 
-__all__ = ["SCENES", "ALL_SCENES", "SPLIT", "Scene", "SceneStep", "DIFFICULTY", "scene_class", "scenes_in"]
+def scene_class(name: str) -> Type[Scene]:
+    """The scene class of a one-behavior scene ``name``, for code that reads one scene's reward and threshold.
+
+    A scene with several behaviors has neither (each behavior keeps its own), so it is refused with a clear error
+    rather than read as its first behavior.
+    """
+    parts = scene_behaviors(name)
+    if len(parts) != 1:
+        names = ", ".join(p.behavior_name for p in parts)
+        raise ValueError(
+            f"scene={name!r} has {len(parts)} behaviors ({names}), each with its own reward and threshold; this "
+            "needs a scene with one behavior. Run it with SceneEnv or as a build with mlagents-learn (one trainer "
+            "per behavior)."
+        )
+    return parts[0]
+
+
+__all__ = ["SCENES", "GROUPS", "ALL_SCENES", "SPLIT", "Scene", "SceneGroup", "SceneStep", "DIFFICULTY",
+           "scene_behaviors", "scene_class", "scenes_in"]
