@@ -43,8 +43,10 @@ test-ray:
 	$(PY) -m pytest -q tests/test_ray_cli.py tests/ray_envs $(PYTEST_ARGS)
 
 # A few minutes: the import hooks against the shipped protobuf modules, and one real mlagents-learn run through
-# a stand-in build with its ONNX export checked (CI runs this on Python 3.13, the full suite on 3.11).
-SMOKE_TESTS ?= tests/test_boot_hooks.py tests/test_patches.py tests/envs/test_e2e.py::test_launch_mode_two_envs_then_resume
+# a stand-in build with its ONNX export checked, one in-process training (numpy 2 paths) (CI runs this on
+# Python 3.13, the full suite on 3.11).
+SMOKE_TESTS ?= tests/test_boot_hooks.py tests/test_patches.py tests/envs/test_e2e.py::test_launch_mode_two_envs_then_resume \
+	tests/envs/test_harness.py::test_short_run_writes_models_and_curves_and_reads_parameters
 smoke: setup
 	$(PY) -m pytest -q $(SMOKE_TESTS) $(PYTEST_ARGS)
 
