@@ -51,7 +51,15 @@ STAT_POLICY_LOSS = "MuZero/Policy Loss step {k}"
 STAT_CONSISTENCY_LOSS = "MuZero/Consistency Loss step {k}"
 STAT_GAME_OVER_LOSS = "MuZero/Game Over Loss"
 STAT_LATENT_NORM = "MuZero/Latent Norm step {k}"
+# Mean over latent dimensions of the batch's standard deviation of s_0 = h(o): near 0 when h maps every
+# observation to nearly the same latent (a collapsed representation), whatever the norm.
+STAT_LATENT_STD = "MuZero/Latent Batch Std"
+# Value targets z_0 of the start rows: mean and range (what the value head, and through the priorities the
+# sampling, are pulled towards), and the model's own value prediction v_0 read as a scalar.
 STAT_VALUE_TARGET = "MuZero/Value Target"
+STAT_VALUE_TARGET_MIN = "MuZero/Value Target Min"
+STAT_VALUE_TARGET_MAX = "MuZero/Value Target Max"
+STAT_VALUE_PREDICTION = "MuZero/Value Prediction"
 STAT_PRIORITY_MEAN = "MuZero/Priority Mean"
 STAT_PRIORITY_MAX = "MuZero/Priority Max"
 STAT_MODEL_UPDATES = "MuZero/Model Updates"
@@ -317,8 +325,12 @@ class MuZeroReprOptimizer(TorchOptimizer):
         with torch.no_grad():
             v0 = L.prediction_to_scalar(outs[0].value, hp.support_size, self.transform_eps)
             value_err_b = (v0 - tg.value_bk[:, 0]).abs()
-            latent_norms = [o.latent.norm(dim=-1).mean() for o in outs]
-        return total, parts, value_err_b, latent_norms, tg
+            diag = {
+                "latent_norm": torch.stack([o.latent.norm(dim=-1).mean() for o in outs]),
+                "latent_std": outs[0].latent.std(dim=0, unbiased=False).mean(),
+                "value_prediction": v0.mean(),
+            }
+        return total, parts, value_err_b, diag, tg
 
     def update_model(
         self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
@@ -329,7 +341,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             model_lr = self.decay_model_learning_rate.get_value(self.policy.get_current_step())
             for g in self.model_opt.param_groups:
                 g["lr"] = model_lr
-            total, parts, value_err_b, latent_norms, tg = self.model_loss(batch)
+            total, parts, value_err_b, diag, tg = self.model_loss(batch)
             self.model_opt.zero_grad()
             total.backward()
             if hp.model_grad_clip > 0:
@@ -338,7 +350,17 @@ class MuZeroReprOptimizer(TorchOptimizer):
         self.num_model_updates += 1
         if self.num_model_updates % hp.model_target_update_period == 0:
             self.update_target_model(hp.model_target_update_tau)
-        stats = {STAT_MODEL_LOSS: float(total.item()), STAT_VALUE_TARGET: float(tg.value_bk[:, 0].mean().item())}
+        z0 = tg.value_bk[:, 0]
+        vals = torch.stack([total.detach(), z0.mean(), z0.min(), z0.max(), diag["value_prediction"], diag["latent_std"]])
+        vals = vals.tolist()
+        stats = {
+            STAT_MODEL_LOSS: vals[0],
+            STAT_VALUE_TARGET: vals[1],
+            STAT_VALUE_TARGET_MIN: vals[2],
+            STAT_VALUE_TARGET_MAX: vals[3],
+            STAT_VALUE_PREDICTION: vals[4],
+            STAT_LATENT_STD: vals[5],
+        }
         keys = {"value": STAT_VALUE_LOSS, "reward": STAT_REWARD_LOSS, "policy": STAT_POLICY_LOSS,
                 "consistency": STAT_CONSISTENCY_LOSS}
         for name, per_step in parts.items():
@@ -348,8 +370,8 @@ class MuZeroReprOptimizer(TorchOptimizer):
             first = 1 if name in ("reward", "consistency") else 0
             for j, v in enumerate(per_step.tolist()):
                 stats[keys[name].format(k=j + first)] = float(v)
-        for k, v in enumerate(latent_norms):
-            stats[STAT_LATENT_NORM.format(k=k)] = float(v.item())
+        for k, v in enumerate(diag["latent_norm"].tolist()):
+            stats[STAT_LATENT_NORM.format(k=k)] = v
         if hp.prioritized_replay:
             pr = S.per_priorities(value_err_b, hp.per_alpha, hp.per_epsilon).cpu().numpy()
             replay.update_priorities(batch.starts, pr)
