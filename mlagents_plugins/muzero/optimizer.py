@@ -351,8 +351,9 @@ class MuZeroReprOptimizer(TorchOptimizer):
         if self.num_model_updates % hp.model_target_update_period == 0:
             self.update_target_model(hp.model_target_update_tau)
         z0 = tg.value_bk[:, 0]
-        vals = torch.stack([total.detach(), z0.mean(), z0.min(), z0.max(), diag["value_prediction"], diag["latent_std"]])
-        vals = vals.tolist()
+        vals = torch.stack(
+            [total.detach(), z0.mean(), z0.min(), z0.max(), diag["value_prediction"], diag["latent_std"]]
+        ).tolist()
         stats = {
             STAT_MODEL_LOSS: vals[0],
             STAT_VALUE_TARGET: vals[1],

@@ -266,7 +266,8 @@ def per_priorities(td_abs: torch.Tensor, alpha: float, eps: float = 1e-6) -> tor
 
 #: ``actor(state, mask) -> (continuous action [B, C] | None, log pi_cont [B] | None, log p_disc [B, A] | None)``:
 #: a reparameterised sample of the continuous part and the log-probabilities of every discrete action.
-ActorFn = Callable[[Any, Optional[torch.Tensor]], Tuple[Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor]]]
+_Maybe = Optional[torch.Tensor]
+ActorFn = Callable[[Any, _Maybe], Tuple[_Maybe, _Maybe, _Maybe]]
 #: ``critic(state, continuous action | None) -> (Q1 [B, S, A], Q2 [B, S, A])``.
 CriticFn = Callable[[Any, Optional[torch.Tensor]], Tuple[torch.Tensor, torch.Tensor]]
 #: ``frozen_critic(state, continuous action, first_only) -> (Q1, Q2 | None)``: the online critic with no gradient
@@ -294,7 +295,9 @@ def _check_q_pair(name: str, q1: torch.Tensor, q2: Optional[torch.Tensor], b: in
 def _check_actor_output(name: str, out, b: int, cont_size: int, num_actions: int) -> None:
     cont, lp_c, lp_d = out
     if (cont is None) != (cont_size == 0) or (lp_c is None) != (cont_size == 0):
-        raise ValueError(f"{name} must return a continuous action and its log-probability iff there are continuous actions")
+        raise ValueError(
+            f"{name} must return a continuous action and its log-probability iff there are continuous actions"
+        )
     if (lp_d is None) != (num_actions == 0):
         raise ValueError(f"{name} must return discrete log-probabilities iff there are discrete branches")
     if cont is not None:
@@ -448,7 +451,9 @@ def sac_diagnostics(
     expectations (>= 0; 0 without discrete branches).  ``q1_tm1``/``q2_tm1``/``y`` [B, S]; ``q*_all`` [B, S, A].
     """
     zero = q1_tm1.new_zeros(())
-    parts = [q1_tm1.abs().mean(), q1_tm1.std(unbiased=False), (q1_tm1 - q2_tm1).abs().mean(), y.mean(), (y - q1_tm1).mean()]
+    parts = [
+        q1_tm1.abs().mean(), q1_tm1.std(unbiased=False), (q1_tm1 - q2_tm1).abs().mean(), y.mean(), (y - q1_tm1).mean()
+    ]
     if lp_d is not None:
         p = lp_d.exp().unsqueeze(1)  # [B, 1, A]
         e_q1 = branch_sums(q1_all * p, branches).mean(dim=-1)

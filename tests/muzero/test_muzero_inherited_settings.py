@@ -96,7 +96,8 @@ def test_actor_min_q_selects_the_actors_critic_objective(tmp_path, monkeypatch):
         opt = trainer.optimizer
         calls = []
         real = opt.q_net.frozen
-        monkeypatch.setattr(opt.q_net, "frozen", lambda s, a, first_only: calls.append(first_only) or real(s, a, first_only))
+        monkeypatch.setattr(opt.q_net, "frozen",
+                            lambda s, a, first_only: calls.append(first_only) or real(s, a, first_only))
         opt.update_rl(trainer.replay, trainer.rng)
         assert calls == [want_first_only], value
 

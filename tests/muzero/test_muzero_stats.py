@@ -28,7 +28,8 @@ def test_model_stats_equal_a_direct_computation(tmp_path):
     batch = opt.sample_model_batch(trainer.replay, np.random.default_rng(5))
     with torch.no_grad():
         outs = opt.model.unroll(batch.obs_0, batch.actions_enc_bka, hp.recurrent_gradient_scaling_factor)
-        _, _, _, _, tg = opt.model_loss(batch)  # the targets themselves are checked against a loop in test_muzero_targets
+        # The targets themselves are checked against a loop in test_muzero_targets.
+        _, _, _, _, tg = opt.model_loss(batch)
         value_l = [ML.scalar_prediction_loss(o.value.unsqueeze(1), tg.value_bk[:, k:k + 1], 3, opt.transform_eps)[:, 0]
                    for k, o in enumerate(outs)]
         reward_l = [ML.scalar_prediction_loss(outs[k].reward.unsqueeze(1), tg.reward_bk[:, k - 1:k], 3,
