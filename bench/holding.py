@@ -7,7 +7,9 @@ rolling mean, and whether the final rolling mean stays >= ``--hold`` x the best 
 Every trainer gets the same config (the issue's: lr 3e-4, batch 128, buffer 100k, buffer_init_steps 1000,
 steps_per_update 2, tau 0.005, init_entcoef 0.01, 2x128, gamma 0.99, time_horizon 64, 2 areas = 8 agents);
 built-in ``sac`` gets the fields its settings share with fast_sac.  ``--set key=value`` (YAML value) overrides
-a fast_sac hyperparameter only, so one difference from built-in sac can be switched at a time.  One run at a
+a hyperparameter of our trainers (fast_sac, muzero_repr), never built-in sac's, so one difference from
+built-in sac can be switched at a time.  For muzero_repr as issue #15 ran it (its defaults but for the shared
+fields) add ``--set init_entcoef=1.0``.  One run at a
 time, one torch thread (the machine is shared; learning is deterministic per seed).
 """
 import argparse

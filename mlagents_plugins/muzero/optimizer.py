@@ -6,9 +6,11 @@ error if ``prioritized_replay``), unroll ``num_unroll_steps`` with the actions t
 losses of recurrent steps scaled by 1/K (MuZero pseudocode ``update_weights``), gradient entering the dynamics
 scaled by ``recurrent_gradient_scaling_factor``.
 
-RL head: SAC (``mlagents_plugins.sac.losses``: n-step soft targets, twin Q, policy, temperature) on the latent
-h(o).  The latent is detached unless ``rl_gradient_to_repr`` (ALF's default: the RL loss does not shape the
-representation).  Reward: the environment reward times the extrinsic signal's strength, discount its gamma.
+RL head: fast_sac's SAC, the same code: ``sac.batch.window_batch`` builds its n-step windows and
+``sac.losses.sac_losses`` its losses (soft n-step targets, twin Q, actor, temperatures), with the latent h(o)
+as the state.  The critic's latent is detached unless ``rl_gradient_to_repr`` (ALF's default: the RL loss does
+not shape the representation); the actor's always is.  Reward: the environment reward times the extrinsic
+signal's strength, discount its gamma.
 """
 import copy
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -20,8 +22,9 @@ from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import NetworkSettings, RewardSignalType, TrainerSettings
+from mlagents.trainers.torch_entities.utils import ModelUtils
 
-from mlagents_plugins.fast_kernels import fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.muzero import losses as L
 from mlagents_plugins.muzero.actor import MuZeroActor, latent_observation_spec
 from mlagents_plugins.muzero.networks import MuZeroModel, encode_actions, random_shift
@@ -35,9 +38,10 @@ from mlagents_plugins.muzero.targets import (
 )
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.replay.buffer import ReplayBuffer
-from mlagents_plugins.replay.prioritized import importance_weights
 from mlagents_plugins.sac import losses as S
-from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
+from mlagents_plugins.sac.batch import sample_starts, window_batch
+from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
+from mlagents_plugins.sac.optimizer import STAT_LR, SACBatch, sac_stats
 
 # ---- stats keys -------------------------------------------------------------------------------------
 STAT_MODEL_LOSS = "Losses/MuZero Model Loss"
@@ -47,18 +51,22 @@ STAT_POLICY_LOSS = "MuZero/Policy Loss step {k}"
 STAT_CONSISTENCY_LOSS = "MuZero/Consistency Loss step {k}"
 STAT_GAME_OVER_LOSS = "MuZero/Game Over Loss"
 STAT_LATENT_NORM = "MuZero/Latent Norm step {k}"
+# Mean over latent dimensions of the batch's standard deviation of s_0 = h(o): near 0 when h maps every
+# observation to nearly the same latent (a collapsed representation), whatever the norm.
+STAT_LATENT_STD = "MuZero/Latent Batch Std"
+# Value targets z_0 of the start rows: mean and range (what the value head, and through the priorities the
+# sampling, are pulled towards), and the model's own value prediction v_0 read as a scalar.
 STAT_VALUE_TARGET = "MuZero/Value Target"
+STAT_VALUE_TARGET_MIN = "MuZero/Value Target Min"
+STAT_VALUE_TARGET_MAX = "MuZero/Value Target Max"
+STAT_VALUE_PREDICTION = "MuZero/Value Prediction"
 STAT_PRIORITY_MEAN = "MuZero/Priority Mean"
 STAT_PRIORITY_MAX = "MuZero/Priority Max"
 STAT_MODEL_UPDATES = "MuZero/Model Updates"
 STAT_PER_BETA = "MuZero/PER Beta"
-STAT_Q1_LOSS = "Losses/Q1 Loss"
-STAT_Q2_LOSS = "Losses/Q2 Loss"
-STAT_POLICY_LOSS_RL = "Losses/Policy Loss"
-STAT_TEMPERATURE_LOSS = "Losses/Temperature Loss"
-STAT_ALPHA_CONT = "Policy/Continuous Entropy Coeff"
-STAT_ALPHA_DISC = "Policy/Discrete Entropy Coeff"
-STAT_Q_MEAN = "Policy/Q Mean"
+STAT_MODEL_LR = "MuZero/Learning Rate"
+# The SAC head reports fast_sac's keys (mlagents_plugins/sac/optimizer.py: Losses/Q1 Loss, Policy/Entropy
+# Coefficient, Q/Q1 Abs Mean, ...), computed by the same code.
 
 EXTRINSIC = RewardSignalType.EXTRINSIC.value
 
@@ -130,22 +138,37 @@ class MuZeroReprOptimizer(TorchOptimizer):
         adam = fused_adam_kwargs(self.device)
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate, **adam)
 
-        # ---- SAC head on the latent ----
+        # ---- SAC head on the latent: fast_sac's losses (sac.losses.sac_losses), one backward, one Adam ----
         head_settings = NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers)
         self.q_net = TwinQ(self.stream_names, [latent_observation_spec(hp.latent_size)], head_settings, self.action_spec)
         self.q_net.to(self.device)
         fuse_swish_(self.q_net)
         self.target_q = self.q_net.make_target()
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
-        rl_params = list(self.q_net.parameters()) + self.actor.head_parameters()
+        groups = [
+            {"params": self.actor.head_parameters()},
+            {"params": list(self.q_net.parameters())},
+            {"params": list(self.temperatures.parameters())},
+        ]
         if hp.rl_gradient_to_repr:
-            rl_params += list(self.actor.representation.parameters())
-        self.rl_opt = torch.optim.Adam(rl_params, lr=hp.learning_rate, **adam)
-        self.temp_opt = torch.optim.Adam(self.temperatures.parameters(), lr=hp.learning_rate, **adam)
+            groups.append({"params": list(self.actor.representation.parameters())})
+        self.rl_opt = torch.optim.Adam(groups, lr=hp.learning_rate, **adam)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
-        self.target_entropy_disc = [hp.discrete_target_entropy_scale * float(np.log(n)) for n in self.branches]
+        self.actor_min_q = hp.actor_uses_min_q(len(self.branches))
+        # learning_rate_schedule anneals both step sizes (the RL head's and the model's) the same way.
+        self.decay_learning_rate = ModelUtils.DecayedValue(
+            hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
+        )
+        self.decay_model_learning_rate = ModelUtils.DecayedValue(
+            hp.learning_rate_schedule, hp.model_learning_rate, 1e-10, trainer_settings.max_steps
+        )
+        # fast_cpu_matmul: one kernel chooser per update kind, so each times one kind of work.
+        self.model_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
+        self.rl_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.num_model_updates = 0
-        self.torch_rng = torch.Generator().manual_seed(int(trainer_settings.hyperparameters.batch_size) + 17)
+        # Random shifts and random actions after an episode's end draw from the run seed (``--seed``), as the
+        # replay sampling does (``OffPolicyTrainerBase.rng``).
+        self.torch_rng = torch.Generator().manual_seed(int(policy.seed))
 
     @property
     def critic(self):
@@ -160,7 +183,6 @@ class MuZeroReprOptimizer(TorchOptimizer):
             "Optimizer:temperatures": self.temperatures,
             "Optimizer:model_opt": self.model_opt,
             "Optimizer:rl_opt": self.rl_opt,
-            "Optimizer:temp_opt": self.temp_opt,
         }
         for name, signal in self.reward_signals.items():
             modules.update(signal.get_modules())
@@ -169,9 +191,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
     # ------------------------------------------------------------------ helpers
     def _obs(self, rows: Dict[str, np.ndarray], next_: bool, augment: bool) -> List[torch.Tensor]:
         obs = R.gather_obs(rows, self.n_obs, next_, self.device)
-        if augment and self.hp.random_shift_pad > 0:
-            obs = [random_shift(o, self.hp.random_shift_pad, self.torch_rng) if o.dim() == 4 else o for o in obs]
-        return obs
+        return self._augment(obs) if augment else obs
 
     def _random_actions(self, shape_bk) -> torch.Tensor:
         b, k = shape_bk
@@ -193,20 +213,16 @@ class MuZeroReprOptimizer(TorchOptimizer):
 
     def sample_starts(
         self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
-    ) -> Tuple[np.ndarray, torch.Tensor]:
-        """``batch_size`` start rows and their importance weights ``[B]`` (ones without PER).
+    ) -> Tuple[np.ndarray, Optional[torch.Tensor]]:
+        """``batch_size`` start rows and their importance weights ``[B]`` (None without PER).
 
-        With ``prioritized_replay`` both updates draw from the same priorities (the model's value error) with
-        importance weights ``(N P)^-beta / max`` (Schaul et al. 2016, Sec. 3.4), so the RL head and the model
-        see the same sampling distribution, each corrected back to uniform.
+        With ``prioritized_replay`` both updates draw from the same priorities (the model's value error)
+        (``sac.batch.sample_starts``), so the RL head and the model see the same sampling distribution, each
+        corrected back to uniform.
         """
-        B = self.hp.batch_size
-        if not self.hp.prioritized_replay:
-            return replay.sample_indices(B, rng), torch.ones(B, device=self.device)
-        starts, probs = replay.sample_prioritized(B, rng)
-        beta = self.hp.per_beta if per_beta is None else per_beta
-        w = importance_weights(probs, replay.size, beta)
-        return starts, torch.as_tensor(np.asarray(w), dtype=torch.float32, device=self.device)
+        hp = self.hp
+        beta = hp.per_beta if per_beta is None else per_beta
+        return sample_starts(replay, rng, hp.batch_size, hp.prioritized_replay, beta, self.device)
 
     def sample_model_batch(
         self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
@@ -216,6 +232,8 @@ class MuZeroReprOptimizer(TorchOptimizer):
         K, n, B = hp.num_unroll_steps, hp.td_steps, hp.batch_size
         W = K + n
         starts, weights = self.sample_starts(replay, rng, per_beta)
+        if weights is None:
+            weights = torch.ones(B, device=self.device)
         idx, valid = replay.sequence_indices(starts, W)
         small_fields = [R.REWARD, R.TERMINAL]
         if self.action_spec.continuous_size > 0:
@@ -307,24 +325,43 @@ class MuZeroReprOptimizer(TorchOptimizer):
         with torch.no_grad():
             v0 = L.prediction_to_scalar(outs[0].value, hp.support_size, self.transform_eps)
             value_err_b = (v0 - tg.value_bk[:, 0]).abs()
-            latent_norms = [o.latent.norm(dim=-1).mean() for o in outs]
-        return total, parts, value_err_b, latent_norms, tg
+            diag = {
+                "latent_norm": torch.stack([o.latent.norm(dim=-1).mean() for o in outs]),
+                "latent_std": outs[0].latent.std(dim=0, unbiased=False).mean(),
+                "value_prediction": v0.mean(),
+            }
+        return total, parts, value_err_b, diag, tg
 
     def update_model(
         self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
     ) -> Dict[str, float]:
         hp = self.hp
         batch = self.sample_model_batch(replay, rng, per_beta)
-        total, parts, value_err_b, latent_norms, tg = self.model_loss(batch)
-        self.model_opt.zero_grad()
-        total.backward()
-        if hp.model_grad_clip > 0:
-            nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
-        self.model_opt.step()
+        with self.model_matmul.scope():
+            model_lr = self.decay_model_learning_rate.get_value(self.policy.get_current_step())
+            for g in self.model_opt.param_groups:
+                g["lr"] = model_lr
+            total, parts, value_err_b, diag, tg = self.model_loss(batch)
+            self.model_opt.zero_grad()
+            total.backward()
+            if hp.model_grad_clip > 0:
+                nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
+            self.model_opt.step()
         self.num_model_updates += 1
         if self.num_model_updates % hp.model_target_update_period == 0:
             self.update_target_model(hp.model_target_update_tau)
-        stats = {STAT_MODEL_LOSS: float(total.item()), STAT_VALUE_TARGET: float(tg.value_bk[:, 0].mean().item())}
+        z0 = tg.value_bk[:, 0]
+        vals = torch.stack(
+            [total.detach(), z0.mean(), z0.min(), z0.max(), diag["value_prediction"], diag["latent_std"]]
+        ).tolist()
+        stats = {
+            STAT_MODEL_LOSS: vals[0],
+            STAT_VALUE_TARGET: vals[1],
+            STAT_VALUE_TARGET_MIN: vals[2],
+            STAT_VALUE_TARGET_MAX: vals[3],
+            STAT_VALUE_PREDICTION: vals[4],
+            STAT_LATENT_STD: vals[5],
+        }
         keys = {"value": STAT_VALUE_LOSS, "reward": STAT_REWARD_LOSS, "policy": STAT_POLICY_LOSS,
                 "consistency": STAT_CONSISTENCY_LOSS}
         for name, per_step in parts.items():
@@ -334,8 +371,8 @@ class MuZeroReprOptimizer(TorchOptimizer):
             first = 1 if name in ("reward", "consistency") else 0
             for j, v in enumerate(per_step.tolist()):
                 stats[keys[name].format(k=j + first)] = float(v)
-        for k, v in enumerate(latent_norms):
-            stats[STAT_LATENT_NORM.format(k=k)] = float(v.item())
+        for k, v in enumerate(diag["latent_norm"].tolist()):
+            stats[STAT_LATENT_NORM.format(k=k)] = v
         if hp.prioritized_replay:
             pr = S.per_priorities(value_err_b, hp.per_alpha, hp.per_epsilon).cpu().numpy()
             replay.update_priorities(batch.starts, pr)
@@ -343,101 +380,70 @@ class MuZeroReprOptimizer(TorchOptimizer):
             stats[STAT_PRIORITY_MAX] = float(pr.max())
             stats[STAT_PER_BETA] = float(hp.per_beta if per_beta is None else per_beta)
         stats[STAT_MODEL_UPDATES] = float(self.num_model_updates)
+        stats[STAT_MODEL_LR] = float(model_lr)
         return stats
 
     # ------------------------------------------------------------------ RL head (SAC on the latent)
-    def _policy_on_latent(self, z: torch.Tensor, masks: Optional[torch.Tensor]):
-        action, log_probs, _ = self.actor.action_model(self.actor.network_body.head(z), masks)
-        lp_cont = log_probs.continuous_tensor.sum(dim=1) if self.action_spec.continuous_size > 0 else None
-        lp_disc = log_probs.all_discrete_tensor if self.branches else None
-        cont = action.continuous_tensor if self.action_spec.continuous_size > 0 else None
-        return cont, lp_cont, lp_disc
+    def _actor_on_latent(self, z: List[torch.Tensor], mask: Optional[torch.Tensor]):
+        """The ``ActorFn`` of ``sac.losses.sac_losses`` on the latent ``[z]``: the policy MLP, then fast_sac's
+        sampling path (``sac.networks.sample_for_training``)."""
+        return sample_for_training(self.actor.action_model, self.actor.network_body.head(z[0]), mask)
+
+    def sample_rl_batch(
+        self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
+    ) -> SACBatch:
+        """fast_sac's n-step windows (``sac.batch.window_batch``) with the extrinsic reward only (times its
+        strength, discount its gamma); visual observations get the DrQ shift when ``random_shift_pad``."""
+        starts, weights = self.sample_starts(replay, rng, per_beta)
+        scale = np.float32(self.reward_scale)
+        batch = window_batch(
+            replay, starts, weights, self.hp.n_step, self.spec,
+            lambda idx, window: (window[R.REWARD] * scale)[..., None], [self.gamma], [1.0], self.device,
+        )
+        return batch._replace(obs=self._augment(batch.obs), next_obs=self._augment(batch.next_obs))
+
+    def _augment(self, obs: List[torch.Tensor]) -> List[torch.Tensor]:
+        if self.hp.random_shift_pad <= 0:
+            return obs
+        return [random_shift(o, self.hp.random_shift_pad, self.torch_rng) if o.dim() == 4 else o for o in obs]
+
+    def rl_losses(self, batch: SACBatch) -> S.SACLosses:
+        """fast_sac's SAC losses (``sac.losses.sac_losses``) with the latent as the state.
+
+        The critic sees ``h(o)``, attached when ``rl_gradient_to_repr`` (``LatentBody.latent``); the actor loss
+        sees it detached always, so only the critic's TD loss shapes h (SAC-AE, Yarats et al. 2019 Sec. 6, and
+        DrQ: actor gradients into a shared encoder hurt).  The bootstrap latent carries no gradient.
+        """
+        z_tm1 = self.actor.network_body.latent(batch.obs)
+        with torch.no_grad():
+            z_t = self.actor.representation(batch.next_obs)
+        return S.sac_losses(
+            self._actor_on_latent, self.q_net, self.q_net.frozen, self.target_q,
+            s_tm1=[z_tm1], a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
+            r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,
+            s_t=[z_t], mask_t=batch.next_action_mask,
+            log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
+            target_entropy_cont=self.target_entropy_cont, discrete_entropy_scale=self.hp.discrete_target_entropy_scale,
+            branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=self.actor_min_q,
+            weights=batch.weights, policy_s_tm1=[z_tm1.detach()],
+        )
 
     def update_rl(
         self, replay: ReplayBuffer, rng: np.random.Generator, per_beta: Optional[float] = None
     ) -> Dict[str, float]:
-        """One SAC update of the RL head. With PER its critic loss is importance-weighted; the priorities stay
+        """One SAC update of the RL head: one backward of critic + actor + temperature losses, one Adam step,
+        one Polyak update (as fast_sac).  With PER its critic loss is importance-weighted; the priorities stay
         the model's value errors (the RL head does not write them)."""
-        hp = self.hp
-        B, N = hp.batch_size, hp.n_step
-        starts, weights_b = self.sample_starts(replay, rng, per_beta)
-        idx, valid = replay.sequence_indices(starts, N)
-        small = replay.gather(idx, [R.REWARD, R.TERMINAL])
-        first_fields = [R.obs_field(i) for i in range(self.n_obs)]
-        boot_fields = [R.next_obs_field(i) for i in range(self.n_obs)]
-        if self.action_spec.continuous_size > 0:
-            first_fields.append(R.CONT_ACTION)
-        if self.branches:
-            first_fields += [R.DISC_ACTION, R.ACTION_MASK]
-            boot_fields.append(R.NEXT_ACTION_MASK)
-        first = replay.gather(idx[:, 0], first_fields)
-        last_valid = np.cumprod(valid, axis=1).sum(axis=1) - 1  # window row whose next_obs bootstraps
-        boot = replay.gather(idx[np.arange(B), last_valid], boot_fields)
-        valid_t = torch.as_tensor(valid, device=self.device)
-        r_t = (torch.as_tensor(small[R.REWARD], device=self.device) * self.reward_scale).unsqueeze(-1)
-        terminal_t = torch.as_tensor(small[R.TERMINAL], device=self.device).float().unsqueeze(-1)
-        discount_t = self.gamma * (1.0 - terminal_t)
-        mask0 = mask_next = None
-        if self.branches:
-            mask0 = torch.as_tensor(first[R.ACTION_MASK], device=self.device).float()
-            mask_next = torch.as_tensor(boot[R.NEXT_ACTION_MASK], device=self.device).float()
-
-        obs0 = self._obs(first, False, True)
-        z0 = self.actor.network_body.latent(obs0)
-        alpha_c = self.temperatures.log_alpha_cont.exp()
-        alpha_d = self.temperatures.log_alpha_disc.exp()
-        with torch.no_grad():
-            z_boot = self.actor.representation(self._obs(boot, True, True))
-            a_next, lp_next_c, lp_next_d = self._policy_on_latent(z_boot, mask_next)
-            q1_t, q2_t = self.target_q([z_boot], a_next)
-            v_boot = S.soft_value(torch.min(q1_t, q2_t), lp_next_c, lp_next_d, alpha_c, alpha_d, self.branches)
-            y, _ = S.n_step_targets(r_t, discount_t, valid_t, v_boot)
-
-        cont_taken = (torch.as_tensor(first[R.CONT_ACTION], device=self.device)
-                      if self.action_spec.continuous_size > 0 else None)
-        q1, q2 = self.q_net([z0], cont_taken)
-        if self.branches:
-            disc_taken = torch.as_tensor(first[R.DISC_ACTION].astype(np.int64), device=self.device)
-            q1 = S.condense_q(q1, disc_taken, self.branches)
-            q2 = S.condense_q(q2, disc_taken, self.branches)
-        else:
-            q1, q2 = q1[:, :, 0], q2[:, :, 0]
-        q1_loss, q2_loss, _ = S.twin_q_loss(q1, q2, y, weights_b if hp.prioritized_replay else None)
-
-        # The actor sees the latent detached even with rl_gradient_to_repr: only the critic's TD loss shapes h
-        # (SAC-AE, Yarats et al. 2019 Sec. 6, and DrQ: actor gradients into a shared encoder hurt).
-        z0_actor = z0.detach()
-        a_pi, lp_c, lp_d = self._policy_on_latent(z0_actor, mask0)
-        for p in self.q_net.parameters():
-            p.requires_grad_(False)
-        q1_pi, q2_pi = self.q_net([z0_actor], a_pi)
-        for p in self.q_net.parameters():
-            p.requires_grad_(True)
-        pol_loss = S.policy_loss(torch.min(q1_pi, q2_pi), lp_c, lp_d, alpha_c.detach(), alpha_d.detach(), self.branches)
-        # fast_sac's mask-aware target (scale * log #allowed actions per branch and sample): a branch masked
-        # down to one action cannot reach scale * log(n), and its temperature would grow without bound.
-        target_disc = (S.masked_target_entropy(mask0, self.branches, self.hp.discrete_target_entropy_scale)
-                       if self.branches else self.target_entropy_disc)
-        temp_loss = S.temperature_loss(
-            self.temperatures.log_alpha_cont, self.temperatures.log_alpha_disc, lp_c, lp_d,
-            self.target_entropy_cont, target_disc, self.branches,
-        )
-        self.rl_opt.zero_grad()
-        (q1_loss + q2_loss + pol_loss).backward()
-        self.rl_opt.step()
-        self.temp_opt.zero_grad()
-        temp_loss.backward()
-        self.temp_opt.step()
-        polyak_update_(list(self.q_net.parameters()), list(self.target_q.parameters()), hp.tau)
-        stats = {
-            STAT_Q1_LOSS: float(q1_loss.item()),
-            STAT_Q2_LOSS: float(q2_loss.item()),
-            STAT_POLICY_LOSS_RL: float(pol_loss.item()),
-            STAT_TEMPERATURE_LOSS: float(temp_loss.item()),
-            STAT_Q_MEAN: float(q1.mean().item()),
-        }
-        if self.action_spec.continuous_size > 0:
-            stats[STAT_ALPHA_CONT] = float(alpha_c.item())
-        if self.branches:
-            stats[STAT_ALPHA_DISC] = float(alpha_d.mean().item())
+        batch = self.sample_rl_batch(replay, rng, per_beta)
+        with self.rl_matmul.scope():
+            lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
+            for g in self.rl_opt.param_groups:
+                g["lr"] = lr
+            out = self.rl_losses(batch)
+            self.rl_opt.zero_grad(set_to_none=True)
+            (out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss).backward()
+            self.rl_opt.step()
+            polyak_update_(list(self.q_net.parameters()), list(self.target_q.parameters()), self.hp.tau)
+        stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
+        stats[STAT_LR] = lr
         return stats

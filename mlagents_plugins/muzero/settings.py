@@ -1,8 +1,13 @@
 """``muzero_repr`` hyperparameters: the learned model's fields on top of fast_sac's (the RL head).
 
-The RL head is fast_sac on the latent, so every fast_sac field (``tau``, ``init_entcoef``, ``n_step``,
-``prioritized_replay``...) keeps its meaning; ``learning_rate`` is the RL head's, ``model_learning_rate``
-the learned model's.  Validators raise ``TrainerConfigError`` naming the field, the value and what is allowed.
+The RL head is fast_sac's SAC on the latent (the same loss code), so every fast_sac field keeps its meaning
+and has its effect: ``tau``, ``init_entcoef``, the target entropy scales, ``actor_min_q``, ``n_step``,
+``prioritized_replay`` and ``per_*`` (the priorities are the model's value errors, see docs/muzero_repr.md),
+``fast_cpu_matmul`` (both updates); ``learning_rate`` is the RL head's step size, ``model_learning_rate`` the
+learned model's, and ``learning_rate_schedule`` anneals both.  Two inherited fields are refused unless left at
+what muzero_repr can do: ``compile_update`` (the update is not compiled) and
+``reward_signal_steps_per_update`` (there are no intrinsic reward providers to update).  Validators raise
+``TrainerConfigError`` naming the field, the value and what is allowed.
 """
 from typing import Any, ClassVar
 
@@ -78,6 +83,18 @@ class MuZeroReprSettings(FastSACSettings):
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
     # fast_sac's torch.compile switch; muzero_repr's update is not compiled, so only null (unset) is accepted.
     compile_update: Any = attr.ib(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        # Only the extrinsic reward signal is supported, so there is no reward provider this cadence could
+        # update.  Equal to steps_per_update is what it defaults to (and what built-in sac configs write).
+        if self.reward_signal_steps_per_update != self.steps_per_update:
+            _fail(
+                "reward_signal_steps_per_update",
+                self.reward_signal_steps_per_update,
+                f"left unset or equal to steps_per_update ({self.steps_per_update!r}): muzero_repr supports only "
+                "the extrinsic reward signal, so there are no reward providers to update",
+            )
 
     @compile_update.validator
     def _check_compile_update(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -11,7 +11,7 @@ equations cited as [SAC-2 eq. n]; Christodoulou 2019, "Soft Actor-Critic for Dis
 (arXiv:1910.07207) for the exact expectation over discrete actions.
 """
 import math
-from typing import Optional, Sequence, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
@@ -259,3 +259,209 @@ def per_priorities(td_abs: torch.Tensor, alpha: float, eps: float = 1e-6) -> tor
     if td_abs.dim() != 1:
         raise ValueError(f"td_abs must have shape [B], got {list(td_abs.shape)}")
     return (td_abs + eps).pow(alpha)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The whole SAC head, assembled once: fast_sac calls it on observations, muzero_repr on its latent state.
+
+#: ``actor(state, mask) -> (continuous action [B, C] | None, log pi_cont [B] | None, log p_disc [B, A] | None)``:
+#: a reparameterised sample of the continuous part and the log-probabilities of every discrete action.
+_Maybe = Optional[torch.Tensor]
+ActorFn = Callable[[Any, _Maybe], Tuple[_Maybe, _Maybe, _Maybe]]
+#: ``critic(state, continuous action | None) -> (Q1 [B, S, A], Q2 [B, S, A])``.
+CriticFn = Callable[[Any, Optional[torch.Tensor]], Tuple[torch.Tensor, torch.Tensor]]
+#: ``frozen_critic(state, continuous action, first_only) -> (Q1, Q2 | None)``: the online critic with no gradient
+#: reaching its weights (``TwinQ.frozen``); Q2 is None with ``first_only``.
+FrozenCriticFn = Callable[[Any, Optional[torch.Tensor], bool], Tuple[torch.Tensor, Optional[torch.Tensor]]]
+
+
+class SACLosses(NamedTuple):
+    q1_loss: torch.Tensor
+    q2_loss: torch.Tensor
+    policy_loss: torch.Tensor
+    temperature_loss: torch.Tensor
+    td_abs: torch.Tensor  # [B] |TD error| (no gradient)
+    q_mean: torch.Tensor  # mean Q1 of the taken actions (no gradient)
+    entropy: torch.Tensor  # mean policy entropy estimate (no gradient)
+    diagnostics: torch.Tensor  # [6 + 2K] no gradient: see ``sac_diagnostics``
+
+
+def _check_q_pair(name: str, q1: torch.Tensor, q2: Optional[torch.Tensor], b: int, s: int, a: int) -> None:
+    _check_shape(f"{name} Q1", q1, (b, s, a))
+    if q2 is not None:
+        _check_shape(f"{name} Q2", q2, (b, s, a))
+
+
+def _check_actor_output(name: str, out, b: int, cont_size: int, num_actions: int) -> None:
+    cont, lp_c, lp_d = out
+    if (cont is None) != (cont_size == 0) or (lp_c is None) != (cont_size == 0):
+        raise ValueError(
+            f"{name} must return a continuous action and its log-probability iff there are continuous actions"
+        )
+    if (lp_d is None) != (num_actions == 0):
+        raise ValueError(f"{name} must return discrete log-probabilities iff there are discrete branches")
+    if cont is not None:
+        _check_shape(f"{name} continuous action", cont, (b, cont_size))
+        _check_shape(f"{name} log pi_cont", lp_c, (b,))
+    if lp_d is not None:
+        _check_shape(f"{name} log p_disc", lp_d, (b, num_actions))
+
+
+def sac_losses(
+    actor: ActorFn,
+    critic: CriticFn,
+    frozen_critic: FrozenCriticFn,
+    target_critic: CriticFn,
+    s_tm1: Any,
+    a_tm1_cont: Optional[torch.Tensor],
+    a_tm1_disc: Optional[torch.Tensor],
+    mask_tm1: Optional[torch.Tensor],
+    r_t: torch.Tensor,
+    discount_t: torch.Tensor,
+    valid_t: torch.Tensor,
+    s_t: Any,
+    mask_t: Optional[torch.Tensor],
+    log_alpha_cont: torch.Tensor,
+    log_alpha_disc: torch.Tensor,
+    target_entropy_cont: float,
+    discrete_entropy_scale: float,
+    branches: Sequence[int],
+    cont_size: int,
+    actor_min_q: bool,
+    weights: Optional[torch.Tensor] = None,
+    policy_s_tm1: Any = None,
+) -> SACLosses:
+    """The four SAC losses of one minibatch: twin-Q [SAC-2 eq. 5] on soft n-step targets, actor [eq. 7] and
+    temperatures [eq. 18], for continuous, discrete-branched and hybrid actions.
+
+    The networks enter as callables and the states as whatever they take (observation lists for fast_sac,
+    the latent for muzero_repr), so both trainers run this one assembly; nothing here changes a parameter.
+
+    * Targets: the actor at ``s_t`` (no gradient) and the target critics' twin minimum give the soft value
+      ``v(s_t)`` (``soft_value``), bootstrapped after the window's rewards (``n_step_targets``).
+    * Critics: both online critics at the taken action, squared residuals (``twin_q_loss``, PER ``weights``).
+    * Actor: Q at the actor's reparameterised action, read through ``frozen_critic`` so its loss reaches the
+      actor only; ``actor_min_q`` uses ``min(Q1, Q2)`` (SAC-2), otherwise Q1 alone (TD3, ML-Agents' sac).
+      With discrete-only actions ``Q(s, .)`` does not depend on the actor, so the critic pass at ``s_tm1`` is
+      reused, detached.  ``policy_s_tm1`` is the state the actor loss sees (default ``s_tm1``): muzero_repr
+      passes its latent detached so the actor loss never reaches the representation (SAC-AE, Yarats et al.
+      2019, Sec. 6).
+    * Temperatures: one continuous (target ``target_entropy_cont``) and one per branch with the mask-aware
+      target ``discrete_entropy_scale * log(#allowed actions)`` (``masked_target_entropy``).
+
+    :param s_tm1: state of the taken actions; ``a_tm1_cont`` [B, C] / ``a_tm1_disc`` [B, K] the actions,
+        ``mask_tm1`` [B, A] the action mask there (1 = allowed; None: everything allowed).
+    :param r_t: [B, N, S] rewards of the window, ``discount_t`` [B, N, S], ``valid_t`` [B, N] bool (see
+        ``n_step_targets``); ``s_t`` the bootstrap state after the window's last valid step, ``mask_t`` its mask.
+    :param log_alpha_cont: [1] and ``log_alpha_disc`` [K] log temperatures (parameters: the temperature loss
+        reaches them; the actor and the targets use them detached).
+    :param weights: [B] PER importance weights or None.
+    """
+    if r_t.dim() != 3:
+        raise ValueError(f"r_t must have shape [B, N, S], got {list(r_t.shape)}")
+    b, n, s = r_t.shape
+    k = len(branches)
+    num_actions = int(sum(branches))
+    a = max(num_actions, 1)
+    _check_shape("discount_t", discount_t, (b, n, s))
+    _check_shape("valid_t", valid_t, (b, n))
+    _check_shape("log_alpha_cont", log_alpha_cont, (1,))
+    _check_shape("log_alpha_disc", log_alpha_disc, (k,))
+    if cont_size > 0:
+        if a_tm1_cont is None:
+            raise ValueError("a_tm1_cont is required with continuous actions")
+        _check_shape("a_tm1_cont", a_tm1_cont, (b, cont_size))
+    if k > 0:
+        if a_tm1_disc is None:
+            raise ValueError("a_tm1_disc is required with discrete branches")
+        _check_shape("a_tm1_disc", a_tm1_disc, (b, k))
+    for name, m in (("mask_tm1", mask_tm1), ("mask_t", mask_t)):
+        if m is not None:
+            _check_shape(name, m, (b, num_actions))
+    if weights is not None:
+        _check_shape("weights", weights, (b,))
+    if policy_s_tm1 is None:
+        policy_s_tm1 = s_tm1
+
+    alpha_c = log_alpha_cont.detach().exp()
+    alpha_d = log_alpha_disc.detach().exp()
+
+    with torch.no_grad():
+        next_out = actor(s_t, mask_t)
+        _check_actor_output("actor(s_t)", next_out, b, cont_size, num_actions)
+        a_t, lp_c_t, lp_d_t = next_out
+        tq1, tq2 = target_critic(s_t, a_t)
+        _check_q_pair("target_critic(s_t)", tq1, tq2, b, s, a)
+        v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d, branches)
+        y, _ = n_step_targets(r_t, discount_t, valid_t, v_t)
+
+    q1_all, q2_all = critic(s_tm1, a_tm1_cont)  # [B, S, A]
+    _check_q_pair("critic(s_tm1)", q1_all, q2_all, b, s, a)
+    if k > 0:
+        q1_tm1 = condense_q(q1_all, a_tm1_disc, branches)
+        q2_tm1 = condense_q(q2_all, a_tm1_disc, branches)
+    else:
+        q1_tm1, q2_tm1 = q1_all[:, :, 0], q2_all[:, :, 0]
+    q1_loss, q2_loss, td_abs = twin_q_loss(q1_tm1, q2_tm1, y, weights)
+
+    pi_out = actor(policy_s_tm1, mask_tm1)
+    _check_actor_output("actor(s_tm1)", pi_out, b, cont_size, num_actions)
+    a_pi, lp_c, lp_d = pi_out
+    if a_pi is None:
+        # Discrete-only: Q(s, .) does not depend on the actor, so the critic pass above already holds every
+        # action's value; detached, the actor loss reaches the actor only (and a second pass is saved).
+        q_pi = (torch.minimum(q1_all, q2_all) if actor_min_q else q1_all).detach()
+    else:
+        q_pi1, q_pi2 = frozen_critic(policy_s_tm1, a_pi, not actor_min_q)
+        _check_q_pair("frozen_critic(s_tm1)", q_pi1, q_pi2, b, s, a)
+        q_pi = q_pi1 if q_pi2 is None else torch.minimum(q_pi1, q_pi2)
+    pi_loss = policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, branches)
+    if k > 0 and mask_tm1 is not None:
+        target_disc = masked_target_entropy(mask_tm1, branches, discrete_entropy_scale)
+    else:
+        target_disc = [discrete_entropy_scale * math.log(nb) for nb in branches]
+    ent_loss = temperature_loss(
+        log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_entropy_cont, target_disc, branches
+    )
+    with torch.no_grad():
+        entropy = -(lp_c.mean() if lp_c is not None else q1_tm1.new_zeros(()))
+        if lp_d is not None:
+            entropy = entropy - branch_sums(lp_d.exp() * lp_d, branches).sum(dim=1).mean()
+        diagnostics = sac_diagnostics(
+            q1_tm1.detach(), q2_tm1.detach(), y, q1_all.detach(), q2_all.detach(), lp_d, alpha_d, branches
+        )
+    return SACLosses(q1_loss, q2_loss, pi_loss, ent_loss, td_abs, q1_tm1.detach().mean(), entropy, diagnostics)
+
+
+def sac_diagnostics(
+    q1_tm1: torch.Tensor,
+    q2_tm1: torch.Tensor,
+    y: torch.Tensor,
+    q1_all: torch.Tensor,
+    q2_all: torch.Tensor,
+    lp_d: Optional[torch.Tensor],
+    alpha_d: torch.Tensor,
+    branches: Sequence[int],
+) -> torch.Tensor:
+    """Signs of a critic drifting away from what the policy earns (issue #14), as one tensor (one device sync):
+    ``[|Q1| mean, Q1 std, |Q1 - Q2| mean, target mean, mean(target - Q1), branch min bias, per-branch
+    entropies [K], per-branch temperatures [K]]``.
+
+    The branch min bias is how far ``E_pi`` of the critics' entrywise minimum lies below the minimum of their
+    expectations (>= 0; 0 without discrete branches).  ``q1_tm1``/``q2_tm1``/``y`` [B, S]; ``q*_all`` [B, S, A].
+    """
+    zero = q1_tm1.new_zeros(())
+    parts = [
+        q1_tm1.abs().mean(), q1_tm1.std(unbiased=False), (q1_tm1 - q2_tm1).abs().mean(), y.mean(), (y - q1_tm1).mean()
+    ]
+    if lp_d is not None:
+        p = lp_d.exp().unsqueeze(1)  # [B, 1, A]
+        e_q1 = branch_sums(q1_all * p, branches).mean(dim=-1)
+        e_q2 = branch_sums(q2_all * p, branches).mean(dim=-1)
+        e_min = branch_sums(torch.minimum(q1_all, q2_all) * p, branches).mean(dim=-1)
+        parts.append((torch.minimum(e_q1, e_q2) - e_min).mean())
+        parts.extend((-branch_sums(lp_d.exp() * lp_d, branches)).mean(dim=0).unbind())
+        parts.extend(alpha_d.unbind())
+    else:
+        parts.append(zero)
+    return torch.stack(parts)

@@ -14,6 +14,8 @@ from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
+from mlagents_plugins.sac import losses as L
+
 
 class TwinQ(nn.Module):
     """Two independent Q networks; ``forward`` returns both as [B, S, A] tensors (streams in name order)."""
@@ -82,6 +84,32 @@ class TwinQ(nn.Module):
         for p in target.parameters():
             p.requires_grad_(False)
         return target
+
+
+def sample_for_training(
+    action_model, encoding: torch.Tensor, mask: Optional[torch.Tensor]
+) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor]]:
+    """What the SAC losses need from ML-Agents' ``ActionModel`` at ``encoding``: (continuous action [B, C] | None,
+    log pi_cont [B] | None, log p_disc [B, A] | None) - the ``ActorFn`` contract of ``losses.sac_losses``.
+
+    Same distributions as the policy's ``ActionModel`` (which acts in the environment and is exported), read
+    from its own layers, but without what training does not use: the continuous part goes through
+    ``losses.tanh_gaussian_sample`` instead of transform objects and entropies, and discrete actions are not
+    sampled at all (the losses take the exact expectation over ``log p_disc``).
+    """
+    cont = lp_c = lp_d = None
+    if action_model.action_spec.continuous_size > 0:
+        gauss = action_model._continuous_distribution
+        mu = gauss.mu(encoding)
+        if gauss.conditional_sigma:
+            log_sigma = torch.clamp(gauss.log_sigma(encoding), min=-20, max=2)
+        else:
+            log_sigma = gauss.log_sigma.expand_as(mu)
+        cont, lp_c = L.tanh_gaussian_sample(mu, log_sigma, torch.randn_like(mu))
+    if action_model.action_spec.discrete_size > 0:
+        dists = action_model._discrete_distribution(encoding, mask)
+        lp_d = torch.cat([d.all_log_prob() for d in dists], dim=1)
+    return cont, lp_c, lp_d
 
 
 def _is_compiling() -> bool:

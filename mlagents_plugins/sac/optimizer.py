@@ -14,8 +14,6 @@ conversions are most of the speed difference.
 """
 from typing import Dict, List, NamedTuple, Optional, Tuple, cast
 
-import numpy as np
-
 from mlagents.torch_utils import default_device, torch
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
@@ -25,7 +23,8 @@ from mlagents.trainers.torch_entities.utils import ModelUtils
 from mlagents_plugins.compiled_step import CompiledStep
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.sac import losses as L
-from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_
+from mlagents_plugins.sac.losses import SACLosses
+from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
 from mlagents_plugins.sac.settings import FastSACSettings
 
 STAT_POLICY_LOSS = "Losses/Policy Loss"
@@ -66,17 +65,6 @@ class SACBatch(NamedTuple):
     weights: Optional[torch.Tensor]  # [B] PER importance weights or None
 
 
-class SACLosses(NamedTuple):
-    q1_loss: torch.Tensor
-    q2_loss: torch.Tensor
-    policy_loss: torch.Tensor
-    temperature_loss: torch.Tensor
-    td_abs: torch.Tensor  # [B] |TD error| (no gradient)
-    q_mean: torch.Tensor  # mean Q1 of the taken actions (no gradient)
-    entropy: torch.Tensor  # mean policy entropy estimate (no gradient)
-    diagnostics: torch.Tensor  # [6 + 2K] no gradient: see FastSACOptimizer._diagnostics
-
-
 class FastSACOptimizer(TorchOptimizer):
     def __init__(self, policy: TorchPolicy, trainer_settings: TrainerSettings):
         super().__init__(policy, trainer_settings)
@@ -98,7 +86,6 @@ class FastSACOptimizer(TorchOptimizer):
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
         self.discrete_entropy_scale = hp.discrete_target_entropy_scale
-        self.target_entropy_disc = [hp.discrete_target_entropy_scale * float(np.log(n)) for n in self.branches]
         self._q_params = [p for p in self.q.parameters() if p.requires_grad]
         self._q_target_params = [p for p, o in zip(self.q_target.parameters(), self.q.parameters()) if o.requires_grad]
         actor_params = [p for p in policy.actor.parameters() if p.requires_grad]
@@ -115,8 +102,7 @@ class FastSACOptimizer(TorchOptimizer):
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
         )
         self._normalize = policy.network_settings.normalize
-        use_min = hp.actor_min_q if hp.actor_min_q is not None else len(self.branches) > 0
-        self.actor_q1_only = not use_min
+        self.actor_q1_only = not hp.actor_uses_min_q(len(self.branches))
         # Forward passes and losses, compiled when ``compile_update`` (parameters are updated outside it).
         compile_update = hp.compile_update
         if compile_update is None:  # automatic: vector observations only (see FastSACSettings.compile_update)
@@ -128,92 +114,25 @@ class FastSACOptimizer(TorchOptimizer):
         return self.q.q1
 
     def _actor(self, obs: List[torch.Tensor], mask: Optional[torch.Tensor]):
-        """Sampled action and log-probs: (cont action [B,C] | None, log pi_cont [B] | None, log p_disc [B,A] | None).
-
-        Same distributions as the policy's ``ActionModel`` (which acts in the environment and is exported), read
-        from its own layers, but without what training does not use: the continuous part goes through
-        ``losses.tanh_gaussian_sample`` instead of transform objects and entropies, and discrete actions are
-        not sampled at all (the losses take the exact expectation over ``log p_disc``).
-        """
-        actor = self.policy.actor
-        encoding, _ = actor.network_body(obs)
-        model = actor.action_model
-        cont = lp_c = lp_d = None
-        if self.action_spec.continuous_size > 0:
-            gauss = model._continuous_distribution
-            mu = gauss.mu(encoding)
-            if gauss.conditional_sigma:
-                log_sigma = torch.clamp(gauss.log_sigma(encoding), min=-20, max=2)
-            else:
-                log_sigma = gauss.log_sigma.expand_as(mu)
-            cont, lp_c = L.tanh_gaussian_sample(mu, log_sigma, torch.randn_like(mu))
-        if self.branches:
-            dists = model._discrete_distribution(encoding, mask)
-            lp_d = torch.cat([d.all_log_prob() for d in dists], dim=1)
-        return cont, lp_c, lp_d
+        """Sampled action and log-probs of the policy at ``obs`` (``networks.sample_for_training``)."""
+        encoding, _ = self.policy.actor.network_body(obs)
+        return sample_for_training(self.policy.actor.action_model, encoding, mask)
 
     def compute_losses(self, batch: SACBatch) -> SACLosses:
-        """Forward passes and the four losses of one step (no parameter changes)."""
+        """Forward passes and the four losses of one step (no parameter changes): ``losses.sac_losses``."""
         if self._normalize:
             self.q.copy_normalization_from(self.policy.actor.network_body)
             self.q_target.copy_normalization_from(self.policy.actor.network_body)
-        temps = self.temperatures
-        alpha_c = temps.log_alpha_cont.detach().exp()
-        alpha_d = temps.log_alpha_disc.detach().exp()
-
-        with torch.no_grad():
-            a_next, lp_c_next, lp_d_next = self._actor(batch.next_obs, batch.next_action_mask)
-            tq1, tq2 = self.q_target(batch.next_obs, a_next)
-            v_boot = L.soft_value(torch.minimum(tq1, tq2), lp_c_next, lp_d_next, alpha_c, alpha_d, self.branches)
-            y, _ = L.n_step_targets(batch.r_t, batch.discount_t, batch.valid_t, v_boot)
-
-        q1_all, q2_all = self.q(batch.obs, batch.cont_actions)  # [B, S, A]
-        if self.branches:
-            q1 = L.condense_q(q1_all, batch.disc_actions, self.branches)
-            q2 = L.condense_q(q2_all, batch.disc_actions, self.branches)
-        else:
-            q1, q2 = q1_all[:, :, 0], q2_all[:, :, 0]
-        q1_loss, q2_loss, td_abs = L.twin_q_loss(q1, q2, y, batch.weights)
-
-        a_pi, lp_c, lp_d = self._actor(batch.obs, batch.action_mask)
-        if a_pi is None:
-            # Discrete-only: Q(s, .) does not depend on the actor, so the critic pass above already holds every
-            # action's value; detached, the actor loss reaches the actor only (and a second pass is saved).
-            q_pi = (q1_all if self.actor_q1_only else torch.minimum(q1_all, q2_all)).detach()
-        else:
-            # Critic weights detached for the actor's Q evaluation: the actor loss reaches the actor only.
-            q_pi1, q_pi2 = self.q.frozen(batch.obs, a_pi, first_only=self.actor_q1_only)
-            q_pi = q_pi1 if q_pi2 is None else torch.minimum(q_pi1, q_pi2)
-        pi_loss = L.policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, self.branches)
-        target_disc = self.target_entropy_disc
-        if self.branches and batch.action_mask is not None:
-            target_disc = L.masked_target_entropy(batch.action_mask, self.branches, self.discrete_entropy_scale)
-        ent_loss = L.temperature_loss(
-            temps.log_alpha_cont, temps.log_alpha_disc, lp_c, lp_d, self.target_entropy_cont, target_disc, self.branches
+        return L.sac_losses(
+            self._actor, self.q, self.q.frozen, self.q_target,
+            s_tm1=batch.obs, a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
+            r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,
+            s_t=batch.next_obs, mask_t=batch.next_action_mask,
+            log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
+            target_entropy_cont=self.target_entropy_cont, discrete_entropy_scale=self.discrete_entropy_scale,
+            branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=not self.actor_q1_only,
+            weights=batch.weights,
         )
-        with torch.no_grad():
-            entropy = -(lp_c.mean() if lp_c is not None else q1.new_zeros(()))
-            if lp_d is not None:
-                entropy = entropy - L.branch_sums(lp_d.exp() * lp_d, self.branches).sum(dim=1).mean()
-            diagnostics = self._diagnostics(q1.detach(), q2.detach(), y, q1_all.detach(), q2_all.detach(), lp_d)
-        return SACLosses(q1_loss, q2_loss, pi_loss, ent_loss, td_abs, q1.detach().mean(), entropy, diagnostics)
-
-    def _diagnostics(self, q1, q2, y, q1_all, q2_all, lp_d) -> torch.Tensor:
-        """[|Q1| mean, Q1 std, |Q1 - Q2| mean, target mean, mean(target - Q1), branch min bias,
-        per-branch entropies [K], per-branch temperatures [K]] as one tensor (one device sync)."""
-        zero = q1.new_zeros(())
-        parts = [q1.abs().mean(), q1.std(unbiased=False), (q1 - q2).abs().mean(), y.mean(), (y - q1).mean()]
-        if lp_d is not None:
-            p = lp_d.exp().unsqueeze(1)  # [B, 1, A]
-            e_q1 = L.branch_sums(q1_all * p, self.branches).mean(dim=-1)
-            e_q2 = L.branch_sums(q2_all * p, self.branches).mean(dim=-1)
-            e_min = L.branch_sums(torch.minimum(q1_all, q2_all) * p, self.branches).mean(dim=-1)
-            parts.append((torch.minimum(e_q1, e_q2) - e_min).mean())
-            parts.extend((-L.branch_sums(lp_d.exp() * lp_d, self.branches)).mean(dim=0).unbind())
-            parts.extend(self.temperatures.log_alpha_disc.detach().exp().unbind())
-        else:
-            parts.append(zero)
-        return torch.stack(parts)
 
     def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.compute_losses(batch)
@@ -239,54 +158,8 @@ class FastSACOptimizer(TorchOptimizer):
             self.adam.step()
             polyak_update_(self._q_params, self._q_target_params, self.tau)
 
-        with torch.no_grad():
-            alpha_c = self.temperatures.log_alpha_cont.exp()
-            alpha_d = self.temperatures.log_alpha_disc.exp()
-            has_c = self.action_spec.continuous_size > 0
-            a_all = torch.cat([alpha_c, alpha_d]) if has_c else alpha_d
-            vals = torch.stack(
-                [
-                    out.policy_loss.detach(),
-                    out.q1_loss.detach(),
-                    out.q2_loss.detach(),
-                    out.temperature_loss.detach(),
-                    a_all.mean(),
-                    alpha_c[0],
-                    alpha_d.mean() if self.branches else alpha_c[0],
-                    out.q_mean,
-                    out.entropy,
-                ]
-            ).tolist()
-        stats = {
-            STAT_POLICY_LOSS: vals[0],
-            STAT_Q1_LOSS: vals[1],
-            STAT_Q2_LOSS: vals[2],
-            STAT_ENTCOEF_LOSS: vals[3],
-            STAT_ENTCOEF: vals[4],
-            STAT_Q_MEAN: vals[7],
-            STAT_ENTROPY: vals[8],
-            STAT_LR: lr,
-        }
-        if has_c:
-            stats[STAT_CONT_ENTCOEF] = vals[5]
-        if self.branches:
-            stats[STAT_DISC_ENTCOEF] = vals[6]
-        diag = out.diagnostics.tolist()
-        stats.update(
-            {
-                STAT_Q_ABS: diag[0],
-                STAT_Q_STD: diag[1],
-                STAT_TWIN_GAP: diag[2],
-                STAT_TARGET_MEAN: diag[3],
-                STAT_TARGET_DRIFT: diag[4],
-            }
-        )
-        if self.branches:
-            k = len(self.branches)
-            stats[STAT_BRANCH_MIN_BIAS] = diag[5]
-            for i in range(k):
-                stats[STAT_BRANCH_ENTROPY.format(i)] = diag[6 + i]
-                stats[STAT_BRANCH_ENTCOEF.format(i)] = diag[6 + k + i]
+        stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
+        stats[STAT_LR] = lr
         return stats, out.td_abs
 
     def get_modules(self):
@@ -299,3 +172,55 @@ class FastSACOptimizer(TorchOptimizer):
         for provider in self.reward_signals.values():
             modules.update(provider.get_modules())
         return modules
+
+
+def sac_stats(out: SACLosses, temperatures: Temperatures, has_cont: bool, branches: List[int]) -> Dict[str, float]:
+    """The SAC head's stats (keys above) from one step's ``SACLosses`` and the temperatures after the step;
+    fast_sac and muzero_repr report the same keys.  One device sync for the scalars, one for the diagnostics."""
+    with torch.no_grad():
+        alpha_c = temperatures.log_alpha_cont.exp()
+        alpha_d = temperatures.log_alpha_disc.exp()
+        a_all = torch.cat([alpha_c, alpha_d]) if has_cont else alpha_d
+        vals = torch.stack(
+            [
+                out.policy_loss.detach(),
+                out.q1_loss.detach(),
+                out.q2_loss.detach(),
+                out.temperature_loss.detach(),
+                a_all.mean(),
+                alpha_c[0],
+                alpha_d.mean() if branches else alpha_c[0],
+                out.q_mean,
+                out.entropy,
+            ]
+        ).tolist()
+    stats = {
+        STAT_POLICY_LOSS: vals[0],
+        STAT_Q1_LOSS: vals[1],
+        STAT_Q2_LOSS: vals[2],
+        STAT_ENTCOEF_LOSS: vals[3],
+        STAT_ENTCOEF: vals[4],
+        STAT_Q_MEAN: vals[7],
+        STAT_ENTROPY: vals[8],
+    }
+    if has_cont:
+        stats[STAT_CONT_ENTCOEF] = vals[5]
+    if branches:
+        stats[STAT_DISC_ENTCOEF] = vals[6]
+    diag = out.diagnostics.tolist()
+    stats.update(
+        {
+            STAT_Q_ABS: diag[0],
+            STAT_Q_STD: diag[1],
+            STAT_TWIN_GAP: diag[2],
+            STAT_TARGET_MEAN: diag[3],
+            STAT_TARGET_DRIFT: diag[4],
+        }
+    )
+    if branches:
+        k = len(branches)
+        stats[STAT_BRANCH_MIN_BIAS] = diag[5]
+        for i in range(k):
+            stats[STAT_BRANCH_ENTROPY.format(i)] = diag[6 + i]
+            stats[STAT_BRANCH_ENTCOEF.format(i)] = diag[6 + k + i]
+    return stats

@@ -54,6 +54,10 @@ class FastSACSettings(OffPolicyBaseSettings):
     # Where compiling fails (e.g. no C++ compiler) the update runs eagerly, with a warning.
     compile_update: Any = attr.ib(default=None)  # Optional[bool] (Any: see offpolicy.settings.strict_bool)
 
+    def actor_uses_min_q(self, num_branches: int) -> bool:
+        """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""
+        return bool(self.actor_min_q) if self.actor_min_q is not None else num_branches > 0
+
     @continuous_target_entropy_scale.validator
     def _check_cont_scale(self, attribute: "attr.Attribute", value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not -10.0 <= value <= 10.0:

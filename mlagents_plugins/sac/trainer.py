@@ -9,7 +9,6 @@ from typing import Dict, List, cast
 
 import numpy as np
 
-from mlagents.torch_utils import torch
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
@@ -23,7 +22,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_plugins.fast_kernels import fuse_swish_
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
-from mlagents_plugins.replay.prioritized import importance_weights
+from mlagents_plugins.sac.batch import sample_starts, window_batch
 from mlagents_plugins.sac.optimizer import FastSACOptimizer, SACBatch
 from mlagents_plugins.sac.settings import FastSACSettings
 
@@ -77,58 +76,13 @@ class FastSACTrainer(OffPolicyTrainerBase):
 
     def sample_batch(self) -> SACBatch:
         hp = self.hyperparameters
-        replay = self.replay
         dev = self.optimizer.device
-        spec = self.policy.behavior_spec
-        n_obs = len(spec.observation_specs)
-        weights = None
-        if hp.prioritized_replay:
-            start, probs = replay.sample_prioritized(hp.batch_size, self.rng)
-            w = importance_weights(probs, replay.size, self.per_beta())
-            weights = torch.from_numpy(np.asarray(w, dtype=np.float32)).to(dev)
-        else:
-            start = replay.sample_indices(hp.batch_size, self.rng)
+        beta = self.per_beta() if hp.prioritized_replay else 0.0
+        start, weights = sample_starts(self.replay, self.rng, hp.batch_size, hp.prioritized_replay, beta, dev)
         self._last_indices = start
-        n = hp.n_step
-        if n == 1:
-            idx = start[:, None]
-            valid = np.ones((len(start), 1), dtype=bool)
-        else:
-            idx, valid = replay.sequence_indices(start, n)
-            valid = np.cumprod(valid, axis=1).astype(bool)
-        last = idx[np.arange(len(start)), valid.sum(axis=1) - 1]
-
-        head_fields = [R.obs_field(i) for i in range(n_obs)]
-        tail_fields = [R.next_obs_field(i) for i in range(n_obs)]
-        if spec.action_spec.continuous_size > 0:
-            head_fields.append(R.CONT_ACTION)
-        if spec.action_spec.discrete_size > 0:
-            head_fields += [R.DISC_ACTION, R.ACTION_MASK]
-            tail_fields.append(R.NEXT_ACTION_MASK)
-        head = replay.gather(start, head_fields)
-        tail = replay.gather(last, tail_fields)
-        window = replay.gather(idx, [R.REWARD, R.TERMINAL])  # [B, N]
-
-        rewards = self._stream_rewards(idx, window)  # [B, N, S]
-        terminal = window[R.TERMINAL].astype(np.float32)
-        use_done = np.asarray(self.optimizer.use_done, np.float32)
-        gammas = np.asarray(self.optimizer.gammas, np.float32)
-        discount = gammas * (1.0 - terminal[..., None] * use_done)
-
-        def t(x: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(np.ascontiguousarray(x)).to(dev, non_blocking=True)
-
-        return SACBatch(
-            obs=[R.obs_to_tensor(head[R.obs_field(i)], dev) for i in range(n_obs)],
-            next_obs=[R.obs_to_tensor(tail[R.next_obs_field(i)], dev) for i in range(n_obs)],
-            cont_actions=t(head[R.CONT_ACTION]) if R.CONT_ACTION in head else None,
-            disc_actions=t(head[R.DISC_ACTION].astype(np.int64)) if R.DISC_ACTION in head else None,
-            action_mask=t(head[R.ACTION_MASK].astype(np.float32)) if R.ACTION_MASK in head else None,
-            next_action_mask=t(tail[R.NEXT_ACTION_MASK].astype(np.float32)) if R.NEXT_ACTION_MASK in tail else None,
-            r_t=t(rewards),
-            discount_t=t(discount.astype(np.float32)),
-            valid_t=t(valid),
-            weights=weights,
+        return window_batch(
+            self.replay, start, weights, hp.n_step, self.policy.behavior_spec, self._stream_rewards,
+            self.optimizer.gammas, self.optimizer.use_done, dev,
         )
 
     def _stream_rewards(self, idx: np.ndarray, window: Dict[str, np.ndarray]) -> np.ndarray:

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from mlagents_plugins.muzero import optimizer as O
+from mlagents_plugins.sac import optimizer as SO
 
 from .muzero_helpers import fill, make_trainer, spec_with, trajectory
 
@@ -27,7 +28,7 @@ def test_updates_run_and_report_stats(tmp_path, obs_shapes, cont, branches):
     for key in (O.STAT_MODEL_LOSS, O.STAT_VALUE_LOSS.format(k=0), O.STAT_VALUE_LOSS.format(k=3),
                 O.STAT_REWARD_LOSS.format(k=1), O.STAT_REWARD_LOSS.format(k=3), O.STAT_POLICY_LOSS.format(k=0),
                 O.STAT_CONSISTENCY_LOSS.format(k=1), O.STAT_GAME_OVER_LOSS, O.STAT_LATENT_NORM.format(k=2),
-                O.STAT_Q1_LOSS, O.STAT_POLICY_LOSS_RL):
+                SO.STAT_Q1_LOSS, SO.STAT_POLICY_LOSS, SO.STAT_Q_ABS, SO.STAT_ENTCOEF):
         assert key in stats and np.isfinite(stats[key]), key
 
 
@@ -192,17 +193,17 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
     pri[favoured] = [1.0, 3.0]
     trainer.replay.update_priorities(np.arange(rows), pri)
     seen = {}
-    real_seq, real_loss = trainer.replay.sequence_indices, O.S.twin_q_loss
+    real_window, real_loss = O.window_batch, O.S.twin_q_loss
 
-    def spy_seq(starts, length):
+    def spy_window(replay, starts, *args):
         seen["starts"] = np.array(starts)
-        return real_seq(starts, length)
+        return real_window(replay, starts, *args)
 
     def spy_loss(q1, q2, y, weights=None):
         seen["weights"] = None if weights is None else weights.clone()
         return real_loss(q1, q2, y, weights)
 
-    monkeypatch.setattr(trainer.replay, "sequence_indices", spy_seq)
+    monkeypatch.setattr(O, "window_batch", spy_window)
     monkeypatch.setattr(O.S, "twin_q_loss", spy_loss)
     trainer.optimizer.update_rl(trainer.replay, np.random.default_rng(0), per_beta=0.8)
     starts = seen["starts"]
@@ -215,6 +216,5 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
 
     uniform = make_trainer(spec, tmp_path / "u", batch_size=32)
     fill(uniform, spec, np.random.default_rng(11))
-    monkeypatch.setattr(uniform.replay, "sequence_indices", spy_seq)
     uniform.optimizer.update_rl(uniform.replay, np.random.default_rng(0))
     assert seen["weights"] is None and len(set(seen["starts"].tolist())) > 2
