@@ -1,0 +1,39 @@
+"""bench.holding's summary on hand-made curves: rolling mean, first threshold crossing, best / final / ratio."""
+import math
+
+import pytest
+
+from bench_fixtures import REPO  # noqa: F401  (puts the repo root on sys.path)
+from bench.holding import holding_summary, issue_config, rolling
+
+
+def test_rolling_mean_uses_fewer_points_at_the_start():
+    curve = [(1, 3.0), (2, 0.0), (3, 6.0), (4, 9.0)]
+    assert rolling(curve, 3) == [(1, 3.0), (2, 1.5), (3, 3.0), (4, 5.0)]
+    assert rolling([], 3) == []
+
+
+def test_holding_summary_of_a_collapse():
+    # raw peak 2.0 at step 3; rolling means (window 2): 0, 0.5, 1.5, 1.5, 0.5, -0.5
+    curve = [(1, 0.0), (2, 1.0), (3, 2.0), (4, 1.0), (5, 0.0), (6, -1.0)]
+    s = holding_summary(curve, threshold=1.0, window=2)
+    assert s["steps_to_threshold"] == 2  # first raw summary >= threshold (equal counts)
+    assert s["best"] == pytest.approx(1.5)
+    assert s["final"] == pytest.approx(-0.5)
+    assert s["hold_ratio"] == pytest.approx(-0.5 / 1.5)
+
+
+def test_holding_summary_never_reached_and_non_positive_best():
+    s = holding_summary([(1, -2.0), (2, -1.0)], threshold=0.5, window=3)
+    assert s["steps_to_threshold"] is None
+    assert s["best"] == pytest.approx(-1.5) and s["final"] == pytest.approx(-1.5)
+    assert math.isnan(s["hold_ratio"])  # a ratio to a best <= 0 means nothing
+
+
+def test_builtin_sac_gets_only_the_shared_fields_and_no_overrides():
+    fast = issue_config("fast_sac", {"n_step": 3})
+    sac = issue_config("sac", {"n_step": 3})
+    assert fast["hyperparameters"]["n_step"] == 3
+    assert "n_step" not in sac["hyperparameters"]
+    assert {k: fast["hyperparameters"][k] for k in sac["hyperparameters"]} == sac["hyperparameters"]
+    assert sac["trainer_type"] == "sac" and fast["network_settings"] == sac["network_settings"]
