@@ -6,7 +6,8 @@ rolling mean, and whether the final rolling mean stays >= ``--hold`` x the best 
 
 Every trainer gets the same config (the issue's: lr 3e-4, batch 128, buffer 100k, buffer_init_steps 1000,
 steps_per_update 2, tau 0.005, init_entcoef 0.01, 2x128, gamma 0.99, time_horizon 64, 2 areas = 8 agents);
-built-in ``sac`` gets the fields its settings share with fast_sac.  ``--set key=value`` (YAML value) overrides
+built-in ``sac`` gets the fields its settings share with fast_sac.  ``--config shipped`` takes
+``configs/fast_sac_<scene>.yaml`` instead (the same sharing rule).  ``--set key=value`` (YAML value) overrides
 a fast_sac hyperparameter only, so one difference from built-in sac can be switched at a time.  One run at a
 time, one torch thread (the machine is shared; learning is deterministic per seed).
 """
@@ -23,6 +24,13 @@ import yaml
 SHARED_WITH_SAC = ("learning_rate", "batch_size", "buffer_size", "buffer_init_steps", "steps_per_update", "tau", "init_entcoef")
 
 
+def _trainer_hyper(trainer: str, hyper: Dict[str, object], overrides: Dict[str, object]) -> Dict[str, object]:
+    """fast_sac gets ``hyper`` with ``overrides``; built-in sac only the fields its settings share with it."""
+    if trainer != "sac":
+        return {**hyper, **overrides}
+    return {k: v for k, v in hyper.items() if k in SHARED_WITH_SAC}
+
+
 def issue_config(trainer: str, overrides: Dict[str, object]) -> dict:
     hyper = dict(
         learning_rate=3.0e-4,
@@ -33,16 +41,32 @@ def issue_config(trainer: str, overrides: Dict[str, object]) -> dict:
         tau=0.005,
         init_entcoef=0.01,
     )
-    if trainer != "sac":
-        hyper.update(overrides)
-    else:
-        hyper = {k: v for k, v in hyper.items() if k in SHARED_WITH_SAC}
     return dict(
         trainer_type=trainer,
-        hyperparameters=hyper,
+        hyperparameters=_trainer_hyper(trainer, hyper, overrides),
         network_settings=dict(hidden_units=128, num_layers=2, normalize=False),
         reward_signals=dict(extrinsic=dict(gamma=0.99, strength=1.0)),
         time_horizon=64,
+        summary_freq=1000,
+        checkpoint_interval=10 ** 9,
+    )
+
+
+def shipped_config(trainer: str, scene: str, overrides: Dict[str, object]) -> dict:
+    """``configs/fast_sac_<scene>.yaml`` (for built-in sac: the fields it shares), summaries every 1000 steps,
+    no checkpoints or replay files."""
+    from bench.plan import load_config
+
+    ref = load_config("fast_sac", scene)
+    if ref is None:
+        raise SystemExit(f"--config shipped: there is no configs/fast_sac_{scene}.yaml")
+    hyper = {k: v for k, v in ref["hyperparameters"].items() if k != "save_replay_buffer"}
+    return dict(
+        trainer_type=trainer,
+        hyperparameters=_trainer_hyper(trainer, hyper, overrides),
+        network_settings=ref["network_settings"],
+        reward_signals=ref["reward_signals"],
+        time_horizon=ref["time_horizon"],
         summary_freq=1000,
         checkpoint_interval=10 ** 9,
     )
@@ -92,6 +116,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=30000)
     p.add_argument("--areas", type=int, default=2)
+    p.add_argument("--config", choices=("issue", "shipped"), default="issue",
+                   help="issue: the issue's config (default); shipped: configs/fast_sac_<scene>.yaml")
     p.add_argument("--set", nargs="*", default=[], help="fast_sac hyperparameter overrides key=value (YAML)")
     p.add_argument("--stats", nargs="*", default=[], help="summary keys to print at the end of each run")
     p.add_argument("--json", default=None, help="append the records to this JSON-lines file")
@@ -114,7 +140,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     threshold = scene_class(args.scene).success_threshold
     for seed in args.seeds:
         for trainer in args.trainers:
-            cfg = issue_config(trainer, overrides)
+            if args.config == "issue":
+                cfg = issue_config(trainer, overrides)
+            else:
+                cfg = shipped_config(trainer, args.scene, overrides)
             with tempfile.TemporaryDirectory() as tmp:
                 t0 = time.time()
                 res = train_in_process(
@@ -122,7 +151,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 )
             summ = holding_summary(res.reward_curve, threshold)
             rec = dict(
-                scene=args.scene, trainer=trainer, seed=seed, steps=args.steps, overrides=overrides if trainer != "sac" else {},
+                scene=args.scene, config=args.config, trainer=trainer, seed=seed, steps=args.steps, overrides=overrides if trainer != "sac" else {},
                 wall_s=round(time.time() - t0, 1), curve=res.reward_curve, **summ,
                 stats={k: res.stats.get(k, []) for k in args.stats},
             )

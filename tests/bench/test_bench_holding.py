@@ -4,7 +4,7 @@ import math
 import pytest
 
 from bench_fixtures import REPO  # noqa: F401  (puts the repo root on sys.path)
-from bench.holding import holding_summary, issue_config, rolling
+from bench.holding import SHARED_WITH_SAC, holding_summary, issue_config, rolling, shipped_config
 
 
 def test_rolling_mean_uses_fewer_points_at_the_start():
@@ -37,3 +37,16 @@ def test_builtin_sac_gets_only_the_shared_fields_and_no_overrides():
     assert "n_step" not in sac["hyperparameters"]
     assert {k: fast["hyperparameters"][k] for k in sac["hyperparameters"]} == sac["hyperparameters"]
     assert sac["trainer_type"] == "sac" and fast["network_settings"] == sac["network_settings"]
+
+
+def test_shipped_config_is_the_scene_yaml_without_replay_files():
+    from bench.plan import load_config
+
+    ref = load_config("fast_sac", "hybrid")
+    fast = shipped_config("fast_sac", "hybrid", {"tau": 0.01})
+    sac = shipped_config("sac", "hybrid", {"tau": 0.01})
+    expected = {k: v for k, v in ref["hyperparameters"].items() if k != "save_replay_buffer"}
+    assert fast["hyperparameters"] == {**expected, "tau": 0.01}
+    assert sac["hyperparameters"] == {k: v for k, v in expected.items() if k in SHARED_WITH_SAC}
+    assert fast["network_settings"] == ref["network_settings"] == sac["network_settings"]
+    assert fast["time_horizon"] == ref["time_horizon"] and fast["reward_signals"] == ref["reward_signals"]
