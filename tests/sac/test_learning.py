@@ -1,12 +1,14 @@
 """fast_sac learns the stand-in scenes through real in-process ML-Agents training (train_in_process).
 
-Balance runs in the default suite (~20 s of CPU); the discrete, hybrid and visual scenes are ``slow``.
+Balance runs in the default suite (~20 s of CPU); the discrete, hybrid and visual scenes and the holding
+runs (issue #14) are ``slow``.
 """
 import copy
 
 import pytest
 import torch
 
+from bench.holding import holding_summary, issue_config, shipped_config
 from mlagents_plugins.envs.harness import train_in_process
 from mlagents_plugins.envs.scenes import SCENES
 
@@ -88,3 +90,28 @@ def test_threaded_trainer_runs_and_updates(tmp_path, one_thread):
     assert result.steps >= 1200
     updates = result.stats["Replay/Updates"]
     assert updates[-1][1] >= (800 - 200) / 4  # updates kept up with the env while running in its own thread
+
+
+# Holding (issue #14): over a run at least twice as long as the threshold needs, the threshold is reached and
+# the final rolling mean (3 summaries of 1000 steps) stays >= HOLD x its best.  Configs and area count are
+# bench/holding.py's, so `python -m bench.holding` reproduces a failure with its curve and stats; the step
+# counts are twice the measured steps to threshold or more (docs/fast_sac.md, issue #14 section).
+HOLD = 0.9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "scene, config, steps, seed",
+    [
+        ("reach", "issue", 30000, 1),
+        ("reach", "issue", 30000, 2),
+        ("hybrid", "shipped", 30000, 0),
+        ("hybrid", "shipped", 30000, 1),
+    ],
+)
+def test_holds_what_it_learns(tmp_path, one_thread, scene, config, steps, seed):
+    cfg = issue_config("fast_sac", {}) if config == "issue" else shipped_config("fast_sac", scene, {})
+    result = train_in_process(cfg, scene, max_steps=steps, seed=seed, num_areas=2, output_dir=str(tmp_path))
+    s = holding_summary(result.reward_curve, SCENES[scene].success_threshold)
+    assert s["steps_to_threshold"] is not None and s["steps_to_threshold"] <= steps // 2, (s, result.reward_curve)
+    assert s["final"] >= HOLD * s["best"], (s, result.reward_curve)

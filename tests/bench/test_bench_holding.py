@@ -1,0 +1,52 @@
+"""bench.holding's summary on hand-made curves: rolling mean, first threshold crossing, best / final / ratio."""
+import math
+
+import pytest
+
+from bench_fixtures import REPO  # noqa: F401  (puts the repo root on sys.path)
+from bench.holding import SHARED_WITH_SAC, holding_summary, issue_config, rolling, shipped_config
+
+
+def test_rolling_mean_uses_fewer_points_at_the_start():
+    curve = [(1, 3.0), (2, 0.0), (3, 6.0), (4, 9.0)]
+    assert rolling(curve, 3) == [(1, 3.0), (2, 1.5), (3, 3.0), (4, 5.0)]
+    assert rolling([], 3) == []
+
+
+def test_holding_summary_of_a_collapse():
+    # raw peak 2.0 at step 3; rolling means (window 2): 0, 0.5, 1.5, 1.5, 0.5, -0.5
+    curve = [(1, 0.0), (2, 1.0), (3, 2.0), (4, 1.0), (5, 0.0), (6, -1.0)]
+    s = holding_summary(curve, threshold=1.0, window=2)
+    assert s["steps_to_threshold"] == 2  # first raw summary >= threshold (equal counts)
+    assert s["best"] == pytest.approx(1.5)
+    assert s["final"] == pytest.approx(-0.5)
+    assert s["hold_ratio"] == pytest.approx(-0.5 / 1.5)
+
+
+def test_holding_summary_never_reached_and_non_positive_best():
+    s = holding_summary([(1, -2.0), (2, -1.0)], threshold=0.5, window=3)
+    assert s["steps_to_threshold"] is None
+    assert s["best"] == pytest.approx(-1.5) and s["final"] == pytest.approx(-1.5)
+    assert math.isnan(s["hold_ratio"])  # a ratio to a best <= 0 means nothing
+
+
+def test_builtin_sac_gets_only_the_shared_fields_and_no_overrides():
+    fast = issue_config("fast_sac", {"n_step": 3})
+    sac = issue_config("sac", {"n_step": 3})
+    assert fast["hyperparameters"]["n_step"] == 3
+    assert "n_step" not in sac["hyperparameters"]
+    assert {k: fast["hyperparameters"][k] for k in sac["hyperparameters"]} == sac["hyperparameters"]
+    assert sac["trainer_type"] == "sac" and fast["network_settings"] == sac["network_settings"]
+
+
+def test_shipped_config_is_the_scene_yaml_without_replay_files():
+    from bench.plan import load_config
+
+    ref = load_config("fast_sac", "hybrid")
+    fast = shipped_config("fast_sac", "hybrid", {"tau": 0.01})
+    sac = shipped_config("sac", "hybrid", {"tau": 0.01})
+    expected = {k: v for k, v in ref["hyperparameters"].items() if k != "save_replay_buffer"}
+    assert fast["hyperparameters"] == {**expected, "tau": 0.01}
+    assert sac["hyperparameters"] == {k: v for k, v in expected.items() if k in SHARED_WITH_SAC}
+    assert fast["network_settings"] == ref["network_settings"] == sac["network_settings"]
+    assert fast["time_horizon"] == ref["time_horizon"] and fast["reward_signals"] == ref["reward_signals"]
