@@ -11,8 +11,9 @@ support, no game-over/consistency heads and no policy loss (their defaults):
   latents; cross-entropy of value and reward logits against the two-hot projection of ``h(target)``,
   recurrent steps weighted 1/K; ONE backward, gradient-norm clip, ONE Adam step; the target model copied
   every ``model_target_update_period`` updates;
-* SAC head on the detached latent (fast_sac's n-step soft targets, twin Q, actor on the twin minimum):
-  one backward + Adam step of critics and actor head, one backward + Adam step of the temperature, Polyak.
+* SAC head on the detached latent (fast_sac's n-step soft targets, twin Q, actor on Q1 as fast_sac's automatic
+  ``actor_min_q`` gives for continuous actions): ONE backward + Adam step of critics, actor head and
+  temperature (the shared SAC head sums the three losses), Polyak.
 
 Layers: h = ``network_settings`` Swish body + Linear to ``latent_size``; g = ``model_num_layers x
 model_hidden_units`` Swish on ``[s, a]`` + latent and reward layers; f = the same trunk on ``s`` + value and
@@ -27,7 +28,7 @@ from bench.minimal_sac import SETTINGS as SAC_SETTINGS
 
 SETTINGS = dict(
     SAC_SETTINGS,
-    actor_min_q="no work: the SAC head's actor uses the twin minimum (as muzero_repr)",
+    actor_min_q="checked: automatic/false (Q1 objective for continuous actions, as fast_sac)",
     latent_size="latent width", model_hidden_units="g/f width", model_num_layers="g/f depth",
     num_unroll_steps="K", td_steps="n", recurrent_gradient_scaling_factor="gradient scale into g",
     support_size="categorical atoms (checked >= 1)", value_transform="checked: true",
@@ -98,6 +99,8 @@ class _Model(torch.nn.Module):
 class MinimalMuZeroRepr:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
+        if hp.actor_min_q:
+            raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective only")
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
                 or hp.rl_gradient_to_repr or hp.prioritized_replay or hp.model_update_interval != 1
                 or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):
@@ -114,8 +117,7 @@ class MinimalMuZeroRepr:
         self.q_target = frozen_copy(self.q)
         self.log_alpha = torch.nn.Parameter(torch.full((1,), float(np.log(hp.init_entcoef))))
         head = list(self.head.parameters()) + list(self.mu.parameters()) + list(self.log_sigma.parameters())
-        self.rl_opt = torch.optim.Adam(list(self.q.parameters()) + head, lr=hp.learning_rate)
-        self.temp_opt = torch.optim.Adam([self.log_alpha], lr=hp.learning_rate)
+        self.rl_opt = torch.optim.Adam(list(self.q.parameters()) + head + [self.log_alpha], lr=hp.learning_rate)
         self.target_entropy = -hp.continuous_target_entropy_scale * float(act_size)
         self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed))
         self.atoms = torch.arange(-hp.support_size, hp.support_size + 1, dtype=torch.float32)
@@ -205,15 +207,12 @@ class MinimalMuZeroRepr:
         a_pi, logp = self.actor(z0)
         self.q.requires_grad_(False)
         xp = torch.cat([z0, a_pi], 1)
-        pi_loss = (alpha.detach() * logp - torch.min(self.q[0](xp), self.q[1](xp)).squeeze(1)).mean()
+        pi_loss = (alpha.detach() * logp - self.q[0](xp).squeeze(1)).mean()
         self.q.requires_grad_(True)
         temp_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
         self.rl_opt.zero_grad()
-        (q_loss + pi_loss).backward()
+        (q_loss + pi_loss + temp_loss).backward()
         self.rl_opt.step()
-        self.temp_opt.zero_grad()
-        temp_loss.backward()
-        self.temp_opt.step()
         polyak_(self.q, self.q_target, hp.tau)
 
     def step(self) -> None:
@@ -222,5 +221,5 @@ class MinimalMuZeroRepr:
 
     @property
     def optimizers(self):
-        return [self.model_opt, self.rl_opt, self.temp_opt]
+        return [self.model_opt, self.rl_opt]
 
