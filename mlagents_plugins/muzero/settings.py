@@ -14,20 +14,16 @@ from typing import Any, ClassVar
 import attr
 
 from mlagents_plugins.muzero.targets import ACTIONS_AFTER_END_CHOICES
-from mlagents_plugins.offpolicy.settings import (
-    _fail,
+from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.validators import (
+    fail,
+    non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
     strict_bool,
     unit_interval,
 )
-from mlagents_plugins.sac.settings import FastSACSettings
-
-
-def _non_negative_float(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
-        _fail(attribute.name, value, "a finite number >= 0")
 
 
 @attr.s(auto_attribs=True)
@@ -49,18 +45,18 @@ class MuZeroReprSettings(FastSACSettings):
     support_size: int = attr.ib(default=10, validator=non_negative_int)
     # Predict h(x) = sign(x)(sqrt(|x|+1)-1) + eps x instead of x (MuZero App. F); eps below.
     value_transform: Any = attr.ib(default=True, validator=strict_bool)  # bool (Any: see strict_bool)
-    value_transform_eps: float = attr.ib(default=0.001, validator=_non_negative_float)
+    value_transform_eps: float = attr.ib(default=0.001, validator=non_negative_float)
     # Loss weights (MuZero Reanalyse uses 0.25 for the value).
-    value_loss_weight: float = attr.ib(default=0.25, validator=_non_negative_float)
-    reward_loss_weight: float = attr.ib(default=1.0, validator=_non_negative_float)
+    value_loss_weight: float = attr.ib(default=0.25, validator=non_negative_float)
+    reward_loss_weight: float = attr.ib(default=1.0, validator=non_negative_float)
     # Policy target = the action taken at that step (no MCTS here); 0 turns the policy loss off.
-    policy_loss_weight: float = attr.ib(default=0.0, validator=_non_negative_float)
+    policy_loss_weight: float = attr.ib(default=0.0, validator=non_negative_float)
     # Train a head predicting "after a terminal" (absorbing) from the latent; its loss weight.
     train_game_over: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
-    game_over_loss_weight: float = attr.ib(default=1.0, validator=_non_negative_float)
+    game_over_loss_weight: float = attr.ib(default=1.0, validator=non_negative_float)
     # EfficientZero temporal consistency: predict h(o_{t+k}) from the unrolled latent s_k; its loss weight.
     train_repr_prediction: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
-    repr_prediction_loss_weight: float = attr.ib(default=2.0, validator=_non_negative_float)
+    repr_prediction_loss_weight: float = attr.ib(default=2.0, validator=non_negative_float)
     # Actions fed to the dynamics after an episode end: "repeat" the last one, or uniformly "random".
     actions_after_end: str = attr.ib(default="repeat")
     # Target model for the value bootstrap: target <- (1 - tau) target + tau online every period updates.
@@ -72,7 +68,7 @@ class MuZeroReprSettings(FastSACSettings):
     model_update_interval: int = attr.ib(default=1, validator=positive_int)
     model_updates_per_interval: int = attr.ib(default=1, validator=positive_int)
     # Clip the model's gradient norm (0 = no clipping).
-    model_grad_clip: float = attr.ib(default=10.0, validator=_non_negative_float)
+    model_grad_clip: float = attr.ib(default=10.0, validator=non_negative_float)
     # DrQ random-shift augmentation of visual observations by up to this many pixels (0 = off).
     random_shift_pad: int = attr.ib(default=0, validator=non_negative_int)
     # --- RL head ---
@@ -89,7 +85,7 @@ class MuZeroReprSettings(FastSACSettings):
         # Only the extrinsic reward signal is supported, so there is no reward provider this cadence could
         # update.  Equal to steps_per_update is what it defaults to (and what built-in sac configs write).
         if self.reward_signal_steps_per_update != self.steps_per_update:
-            _fail(
+            fail(
                 "reward_signal_steps_per_update",
                 self.reward_signal_steps_per_update,
                 f"left unset or equal to steps_per_update ({self.steps_per_update!r}): muzero_repr supports only "
@@ -99,14 +95,14 @@ class MuZeroReprSettings(FastSACSettings):
     @compile_update.validator
     def _check_compile_update(self, attribute: "attr.Attribute", value: Any) -> None:
         if value is not None:
-            _fail(attribute.name, value, "left unset (null): muzero_repr does not compile its update, only fast_sac")
+            fail(attribute.name, value, "left unset (null): muzero_repr does not compile its update, only fast_sac")
 
     @actions_after_end.validator
     def _check_actions_after_end(self, attribute: "attr.Attribute", value: Any) -> None:
         if value not in ACTIONS_AFTER_END_CHOICES:
-            _fail(attribute.name, value, f"one of {list(ACTIONS_AFTER_END_CHOICES)}")
+            fail(attribute.name, value, f"one of {list(ACTIONS_AFTER_END_CHOICES)}")
 
     @support_size.validator
     def _check_support(self, attribute: "attr.Attribute", value: Any) -> None:
         if not isinstance(value, bool) and isinstance(value, int) and value > 1000:
-            _fail(attribute.name, value, "an integer in [0, 1000]")
+            fail(attribute.name, value, "an integer in [0, 1000]")
