@@ -20,9 +20,9 @@ SITE_PACKAGES = os.path.relpath(sysconfig.get_paths()["purelib"], sysconfig.get_
 # One entry point per trainer module; each returns ({name: TrainerClass}, {name: SettingsClass}).
 # A trainer is only listed here once it exists.
 TRAINER_ENTRY_POINTS = [
-    "fast_sac = mlagents_plugins.sac.plugin:get_type_and_setting",
+    "fast_sac = mlagents_plugins.fast_sac.plugin:get_type_and_setting",
     "impala = mlagents_plugins.impala.plugin:get_type_and_setting",
-    "muzero_repr = mlagents_plugins.muzero.plugin:get_type_and_setting",
+    "muzero_repr = mlagents_plugins.muzero_repr.plugin:get_type_and_setting",
     "taac = mlagents_plugins.taac.plugin:get_type_and_setting",
 ]
 

@@ -35,7 +35,7 @@ def _settings(trainer_type: str, rows: int):
     from mlagents.trainers.settings import NetworkSettings, TrainerSettings
 
     if trainer_type == "fast_sac":
-        from mlagents_plugins.sac.settings import FastSACSettings as H
+        from mlagents_plugins.fast_sac.settings import FastSACSettings as H
     else:
         from mlagents.trainers.sac.optimizer_torch import SACSettings as H
     return TrainerSettings(
@@ -64,8 +64,8 @@ def _make_trainer(kind: str, spec, rows: int, out_dir: str):
     from mlagents import plugins as mla_plugins
     from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
     from mlagents.trainers.sac.trainer import SACTrainer
-    from mlagents_plugins.sac.plugin import get_type_and_setting
-    from mlagents_plugins.sac.trainer import FastSACTrainer
+    from mlagents_plugins.fast_sac.plugin import get_type_and_setting
+    from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 
     types, settings = get_type_and_setting()
     mla_plugins.all_trainer_types.update(types)

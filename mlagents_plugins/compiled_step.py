@@ -6,7 +6,7 @@ elementwise math) and their autograd bookkeeping.  ``torch.compile`` (TorchDynam
 loss function once, fuses those elementwise ops into a few generated kernels for forward and backward, and
 leaves the matmuls to the same ATen kernels - the same function, evaluated with fewer passes over memory.
 Rounding may differ in the last bits (fused kernels evaluate ``exp``/sums in another order), as between
-any two BLAS builds; learning does not depend on it (see tests/sac/test_compiled_update.py).
+any two BLAS builds; learning does not depend on it (see tests/fast_sac/test_compiled_update.py).
 
 What is compiled is only a pure function of tensors -> losses; parameters are updated outside it
 (Adam, Polyak), and modules are not wrapped, so checkpoints, ``state_dict`` keys and the ONNX export are

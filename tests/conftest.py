@@ -10,10 +10,10 @@ import importlib
 import pytest
 
 PLUGIN_MODULES = (
-    "mlagents_plugins.sac.plugin",
+    "mlagents_plugins.fast_sac.plugin",
     "mlagents_plugins.taac.plugin",
     "mlagents_plugins.impala.plugin",
-    "mlagents_plugins.muzero.plugin",
+    "mlagents_plugins.muzero_repr.plugin",
 )
 
 

@@ -9,7 +9,7 @@ from mlagents.trainers.model_saver.torch_model_saver import TorchModelSaver
 from mlagents.trainers.settings import TrainerSettings
 
 from mlagents_plugins import atomic_checkpoint
-from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 
 @pytest.fixture

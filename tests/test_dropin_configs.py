@@ -13,8 +13,8 @@ from mlagents.trainers.settings import RunOptions, ScheduleType, TrainerSettings
 
 from mlagents_plugins import config_compat
 from mlagents_plugins.impala.settings import ImpalaSettings
-from mlagents_plugins.muzero.settings import MuZeroReprSettings
-from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.taac.settings import TaacSettings
 
 # Written the way ML-Agents' example configs are (config/sac/*.yaml and config/ppo/*.yaml of the

@@ -16,8 +16,8 @@ OURS = ("fast_sac", "taac", "impala", "muzero_repr")
 
 def _settings_classes():
     from mlagents_plugins.impala.plugin import get_type_and_setting as impala
-    from mlagents_plugins.muzero.plugin import get_type_and_setting as muzero
-    from mlagents_plugins.sac.plugin import get_type_and_setting as sac
+    from mlagents_plugins.muzero_repr.plugin import get_type_and_setting as muzero
+    from mlagents_plugins.fast_sac.plugin import get_type_and_setting as sac
     from mlagents_plugins.taac.plugin import get_type_and_setting as taac
 
     out = {}

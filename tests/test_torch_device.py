@@ -8,8 +8,8 @@ from mlagents.trainers.trainer.rl_trainer import RLTrainer
 
 from mlagents_plugins import torch_device
 from mlagents_plugins.impala.trainer import ImpalaTrainer
-from mlagents_plugins.muzero.trainer import MuZeroReprTrainer
-from mlagents_plugins.sac.trainer import FastSACTrainer
+from mlagents_plugins.muzero_repr.trainer import MuZeroReprTrainer
+from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 from mlagents_plugins.taac.trainer import TaacTrainer
 
 

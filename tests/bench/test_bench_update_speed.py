@@ -178,7 +178,7 @@ def test_minimal_compare_through_by_hand():
 
 def test_minimal_muzero_value_targets_match_unroll_targets():
     from bench.minimal_muzero import value_targets
-    from mlagents_plugins.muzero.targets import compute_unroll_targets
+    from mlagents_plugins.muzero_repr.targets import compute_unroll_targets
 
     rng = np.random.default_rng(7)
     B, K, n, gamma = 6, 3, 4, 0.9

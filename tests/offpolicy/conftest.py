@@ -1,5 +1,5 @@
 import os
 import sys
 
-# tests/sac/helpers.py is shared with the off-policy base tests.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "sac"))
+# tests/fast_sac/helpers.py is shared with the off-policy base tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "fast_sac"))

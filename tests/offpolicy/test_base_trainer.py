@@ -91,7 +91,7 @@ def test_curiosity_is_evaluated_on_minibatch_and_updated_on_its_own_cadence(tmp_
     spec = make_spec()
     trainer = make_trainer(spec, tmp_path, batch_size=8, reward_signal_steps_per_update=5.0)
     # rebuild with curiosity as a second stream
-    from mlagents_plugins.sac.trainer import FastSACTrainer
+    from mlagents_plugins.fast_sac.trainer import FastSACTrainer
     from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 
     settings = trainer.trainer_settings

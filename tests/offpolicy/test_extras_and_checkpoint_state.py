@@ -12,8 +12,8 @@ from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.checkpoint_state import CheckpointState
 from mlagents_plugins.offpolicy.extras import STEP_EXTRAS_OUTPUT, StepExtras
 from mlagents_plugins.replay.specs import FieldSpec
-from mlagents_plugins.sac.settings import FastSACSettings
-from mlagents_plugins.sac.trainer import FastSACTrainer
+from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 
 EXTRAS = StepExtras(
     {"grid": FieldSpec((2, 3), "float32"), "flag": FieldSpec((), "bool"), "count": FieldSpec((), "int32")}

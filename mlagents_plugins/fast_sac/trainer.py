@@ -22,9 +22,9 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_plugins.fast_kernels import fuse_swish_
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
-from mlagents_plugins.sac.batch import sample_starts, window_batch
-from mlagents_plugins.sac.optimizer import FastSACOptimizer, SACBatch
-from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac.batch import sample_starts, window_batch
+from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer, SACBatch
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 TRAINER_NAME = "fast_sac"
 STAT_PER_BETA = "Replay/PER Beta"

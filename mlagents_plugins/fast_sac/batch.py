@@ -15,7 +15,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.prioritized import importance_weights
-from mlagents_plugins.sac.optimizer import SACBatch
+from mlagents_plugins.fast_sac.optimizer import SACBatch
 
 #: ``stream_rewards(idx [B, N], window rows) -> [B, N, S]`` float32 rewards per stream, strength applied.
 StreamRewards = Callable[[np.ndarray, Dict[str, np.ndarray]], np.ndarray]

@@ -12,9 +12,9 @@ import torch
 from mlagents.trainers.exception import TrainerConfigError
 
 from mlagents_plugins.fast_kernels import onednn_fp32_matmul_available
-from mlagents_plugins.muzero.settings import MuZeroReprSettings
+from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
-from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 from .muzero_helpers import fill, make_trainer, spec_with
 

@@ -5,7 +5,7 @@ from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import RunOptions, TrainerSettings
 
 from helpers import make_spec, make_trainer
-from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 
 def _structure(hyper: dict, **extra) -> TrainerSettings:
@@ -50,7 +50,7 @@ def test_bad_values_name_field_value_and_allowed_range(field, value, allowed):
 
 def test_recurrent_policy_rejected_at_start_up(tmp_path):
     from mlagents.trainers.settings import NetworkSettings
-    from mlagents_plugins.sac.trainer import FastSACTrainer
+    from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 
     s = _structure({"batch_size": 64}, network_settings={"memory": {"memory_size": 16, "sequence_length": 4}})
     assert isinstance(s.network_settings.memory, NetworkSettings.MemorySettings)

@@ -4,7 +4,7 @@ import random
 import pytest
 import torch
 
-from mlagents_plugins.muzero.targets import actions_for_unroll, compute_unroll_targets
+from mlagents_plugins.muzero_repr.targets import actions_for_unroll, compute_unroll_targets
 
 
 def naive_targets(r, terminal, end, valid, v_next, gamma, K, n):
@@ -140,7 +140,7 @@ def test_actions_for_unroll_repeat_and_random():
 @pytest.mark.parametrize("K,n", [(3, 4), (2, 1), (4, 6)])
 def test_bootstrap_rows_pick_the_only_row_that_matters(K, n):
     """Values placed only at the returned rows give the same targets as a full v_next."""
-    from mlagents_plugins.muzero.targets import bootstrap_rows
+    from mlagents_plugins.muzero_repr.targets import bootstrap_rows
 
     rows = random_windows(48, K + n, seed=7 + K)
     r, terminal, end, valid, v_next = [torch.tensor([row[i] for row in rows]) for i in range(5)]

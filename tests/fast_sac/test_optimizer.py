@@ -69,7 +69,7 @@ def test_temperature_rises_when_entropy_is_below_target(tmp_path):
 
 
 def test_stats_keys_are_reported(tmp_path):
-    from mlagents_plugins.sac import optimizer as O
+    from mlagents_plugins.fast_sac import optimizer as O
 
     trainer = _filled_trainer(tmp_path, cont=1, branches=(2,))
     stats, td = trainer.optimizer.update(trainer.sample_batch())
@@ -80,8 +80,8 @@ def test_stats_keys_are_reported(tmp_path):
 
 
 def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
-    from mlagents_plugins.sac import losses as L
-    from mlagents_plugins.sac import optimizer as O
+    from mlagents_plugins.fast_sac import losses as L
+    from mlagents_plugins.fast_sac import optimizer as O
 
     trainer = _filled_trainer(tmp_path, cont=0, branches=(3, 2))
     opt = trainer.optimizer

@@ -14,7 +14,7 @@ from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.sac import losses as L
+from mlagents_plugins.fast_sac import losses as L
 
 
 class TwinQ(nn.Module):

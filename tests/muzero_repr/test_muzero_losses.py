@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from mlagents_plugins.muzero import losses as L
+from mlagents_plugins.muzero_repr import losses as L
 
 
 def naive_h(x, eps):

@@ -19,7 +19,7 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-from mlagents_plugins.muzero.networks import Representation
+from mlagents_plugins.muzero_repr.networks import Representation
 
 
 def latent_observation_spec(latent_size: int) -> ObservationSpec:

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import attr
 
-from mlagents_plugins.muzero.targets import ACTIONS_AFTER_END_CHOICES
-from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.validators import (
     fail,
     non_negative_float,

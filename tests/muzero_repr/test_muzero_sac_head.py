@@ -8,9 +8,9 @@ from mlagents.torch_utils import nn
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.settings import TrainerSettings
 
-from mlagents_plugins.sac.optimizer import SACBatch
-from mlagents_plugins.sac.settings import FastSACSettings
-from mlagents_plugins.sac.trainer import FastSACTrainer
+from mlagents_plugins.fast_sac.optimizer import SACBatch
+from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 
 from .muzero_helpers import fill, make_trainer, spec_with
 

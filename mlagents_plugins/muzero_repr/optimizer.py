@@ -25,11 +25,11 @@ from mlagents.trainers.settings import NetworkSettings, RewardSignalType, Traine
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
-from mlagents_plugins.muzero import losses as L
-from mlagents_plugins.muzero.actor import MuZeroActor, latent_observation_spec
-from mlagents_plugins.muzero.networks import MuZeroModel, encode_actions, random_shift
-from mlagents_plugins.muzero.settings import MuZeroReprSettings
-from mlagents_plugins.muzero.targets import (
+from mlagents_plugins.muzero_repr import losses as L
+from mlagents_plugins.muzero_repr.actor import MuZeroActor, latent_observation_spec
+from mlagents_plugins.muzero_repr.networks import MuZeroModel, encode_actions, random_shift
+from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
+from mlagents_plugins.muzero_repr.targets import (
     ACTIONS_AFTER_END_RANDOM,
     actions_for_unroll,
     alive_rows,
@@ -38,10 +38,10 @@ from mlagents_plugins.muzero.targets import (
 )
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.replay.buffer import ReplayBuffer
-from mlagents_plugins.sac import losses as S
-from mlagents_plugins.sac.batch import sample_starts, window_batch
-from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
-from mlagents_plugins.sac.optimizer import STAT_LR, SACBatch, sac_stats
+from mlagents_plugins.fast_sac import losses as S
+from mlagents_plugins.fast_sac.batch import sample_starts, window_batch
+from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
+from mlagents_plugins.fast_sac.optimizer import STAT_LR, SACBatch, sac_stats
 
 # ---- stats keys -------------------------------------------------------------------------------------
 STAT_MODEL_LOSS = "Losses/MuZero Model Loss"
@@ -65,7 +65,7 @@ STAT_PRIORITY_MAX = "MuZero/Priority Max"
 STAT_MODEL_UPDATES = "MuZero/Model Updates"
 STAT_PER_BETA = "MuZero/PER Beta"
 STAT_MODEL_LR = "MuZero/Learning Rate"
-# The SAC head reports fast_sac's keys (mlagents_plugins/sac/optimizer.py: Losses/Q1 Loss, Policy/Entropy
+# The SAC head reports fast_sac's keys (mlagents_plugins/fast_sac/optimizer.py: Losses/Q1 Loss, Policy/Entropy
 # Coefficient, Q/Q1 Abs Mean, ...), computed by the same code.
 
 EXTRINSIC = RewardSignalType.EXTRINSIC.value

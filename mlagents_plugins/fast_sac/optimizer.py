@@ -22,10 +22,10 @@ from mlagents.trainers.torch_entities.utils import ModelUtils
 
 from mlagents_plugins.compiled_step import CompiledStep
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
-from mlagents_plugins.sac import losses as L
-from mlagents_plugins.sac.losses import SACLosses
-from mlagents_plugins.sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
-from mlagents_plugins.sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac import losses as L
+from mlagents_plugins.fast_sac.losses import SACLosses
+from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 STAT_POLICY_LOSS = "Losses/Policy Loss"
 STAT_Q1_LOSS = "Losses/Q1 Loss"

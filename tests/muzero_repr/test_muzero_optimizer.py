@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from mlagents_plugins.muzero import optimizer as O
-from mlagents_plugins.sac import optimizer as SO
+from mlagents_plugins.muzero_repr import optimizer as O
+from mlagents_plugins.fast_sac import optimizer as SO
 
 from .muzero_helpers import fill, make_trainer, spec_with, trajectory
 

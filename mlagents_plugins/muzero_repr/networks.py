@@ -15,7 +15,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents.trainers.torch_entities.networks import NetworkBody
 
-from mlagents_plugins.muzero.losses import min_max_scale, scale_gradient
+from mlagents_plugins.muzero_repr.losses import min_max_scale, scale_gradient
 
 
 def mlp(input_size: int, hidden: int, num_layers: int, output_size: int) -> nn.Module:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from mlagents_plugins.sac import losses as L
+from mlagents_plugins.fast_sac import losses as L
 
 
 def naive_n_step(r, terminal, valid, gammas, v_boot):

@@ -3,7 +3,7 @@ import cattr
 import pytest
 from mlagents.trainers.exception import TrainerConfigError
 
-from mlagents_plugins.muzero.settings import MuZeroReprSettings
+from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 
 
 def test_defaults_and_structure_from_yaml_dict():
@@ -34,7 +34,7 @@ def test_bad_values_raise_trainer_config_error(field, value, allowed):
 def test_other_reward_signals_are_rejected_at_startup(tmp_path, signals):
     from mlagents.trainers.settings import TrainerSettings
 
-    from mlagents_plugins.muzero.trainer import MuZeroReprTrainer
+    from mlagents_plugins.muzero_repr.trainer import MuZeroReprTrainer
 
     raw = {"extrinsic": {}, "curiosity": {}, "rnd": {}, "gail": {"demo_path": "x.demo"}}
     settings = TrainerSettings.structure(
@@ -48,7 +48,7 @@ def test_other_reward_signals_are_rejected_at_startup(tmp_path, signals):
 def test_extrinsic_only_is_accepted(tmp_path):
     from mlagents.trainers.settings import TrainerSettings
 
-    from mlagents_plugins.muzero.trainer import MuZeroReprTrainer
+    from mlagents_plugins.muzero_repr.trainer import MuZeroReprTrainer
 
     settings = TrainerSettings.structure({"trainer_type": "muzero_repr"}, TrainerSettings)
     trainer = MuZeroReprTrainer("B", 10, settings, True, False, 0, str(tmp_path / "B"))

@@ -15,8 +15,8 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-from mlagents_plugins.muzero.settings import MuZeroReprSettings
-from mlagents_plugins.muzero.trainer import MuZeroReprTrainer
+from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
+from mlagents_plugins.muzero_repr.trainer import MuZeroReprTrainer
 
 
 def spec_with(obs_shapes: Sequence[tuple] = ((4,),), cont: int = 2, branches: Sequence[int] = ()) -> BehaviorSpec:

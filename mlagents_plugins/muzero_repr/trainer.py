@@ -10,9 +10,9 @@ from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
-from mlagents_plugins.muzero.actor import MuZeroActor
-from mlagents_plugins.muzero.optimizer import MuZeroReprOptimizer, check_reward_signals
-from mlagents_plugins.muzero.settings import MuZeroReprSettings
+from mlagents_plugins.muzero_repr.actor import MuZeroActor
+from mlagents_plugins.muzero_repr.optimizer import MuZeroReprOptimizer, check_reward_signals
+from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 
 TRAINER_NAME = "muzero_repr"

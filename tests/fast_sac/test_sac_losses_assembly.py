@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from mlagents_plugins.sac import losses as L
+from mlagents_plugins.fast_sac import losses as L
 
 B, N, C, BRANCHES = 4, 2, 2, (3, 2)
 A = sum(BRANCHES)

@@ -9,8 +9,8 @@ from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
 from mlagents.trainers.trajectory import AgentExperience, Trajectory
 from mlagents_envs.base_env import ActionSpec, ActionTuple, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
-from mlagents_plugins.sac.settings import FastSACSettings
-from mlagents_plugins.sac.trainer import FastSACTrainer
+from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 
 
 def make_spec(obs_shapes: Sequence[tuple] = ((3,),), cont: int = 2, branches: Sequence[int] = ()) -> BehaviorSpec:

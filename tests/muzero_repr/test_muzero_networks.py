@@ -4,7 +4,7 @@ import torch
 from mlagents.trainers.settings import NetworkSettings
 from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
 
-from mlagents_plugins.muzero.networks import MuZeroModel, encode_actions, random_shift
+from mlagents_plugins.muzero_repr.networks import MuZeroModel, encode_actions, random_shift
 
 
 def vec_spec(n):
