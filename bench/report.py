@@ -238,5 +238,5 @@ def render_report(
     if sources:
         lines += ["## Configurations", "", "| trainer | scene | hyperparameters from |", "|---|---|---|"]
         lines += [f"| {t} | {s} | {src} |" for t, s, src in sources]
-        lines += ["", "The full config of every run is in its raw JSON under `runs/`.", ""]
+        lines += ["", "The full config of every run is in its record in `runs.jsonl` (one JSON object per line).", ""]
     return "\n".join(lines)

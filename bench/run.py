@@ -5,10 +5,10 @@
     .venv/bin/python -m bench.run --defaults # minimal drop-in configs on the validation scenes (make bench-defaults)
     .venv/bin/python -m bench.run --report-only   # re-render REPORT.md/PNGs from bench/results/
 
-Writes ``<out>/runs/<mode>__<scene>__<trainer>__seed<k>.json`` (one run record each, see bench/metrics.py),
+Writes ``<out>/runs.jsonl`` (one run record per line, appended as each run ends; see bench/metrics.py),
 ``<out>/invocation.json`` (machine, versions, speed section, skipped pairs), ``<out>/<scene>.png`` and
-``<out>/REPORT.md``.  Run files of earlier invocations in ``<out>/runs`` are removed first, so the report
-and its ratios only ever see this invocation's runs.
+``<out>/REPORT.md``.  An earlier invocation's ``runs.jsonl`` in ``<out>`` is replaced at the start, so the
+report and its ratios only ever see this invocation's runs.
 """
 import argparse
 import glob
@@ -93,8 +93,36 @@ def environment(args: argparse.Namespace, budget: plan.Budget, invocation: str) 
     }
 
 
-def record_path(out: str, r: Dict[str, Any]) -> str:
-    return os.path.join(out, "runs", f"{r['mode']}__{r['scene']}__{r['trainer']}__seed{r['seed']}.json")
+RUNS_FILE = "runs.jsonl"
+
+
+def append_run(out: str, record: Dict[str, Any]) -> None:
+    """Add one run record as a line of ``<out>/runs.jsonl`` (flushed, so a killed bench keeps every finished run)."""
+    with open(os.path.join(out, RUNS_FILE), "a") as f:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_runs(out: str) -> List[Dict[str, Any]]:
+    """The run records of ``<out>/runs.jsonl``.  A last line cut short (the bench was killed while writing it)
+    is left out with a warning; a bad line before it is an error naming the file and line."""
+    path = os.path.join(out, RUNS_FILE)
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        lines = [(i, line) for i, line in enumerate(f, 1) if line.strip()]
+    runs = []
+    for k, (number, line) in enumerate(lines):
+        try:
+            runs.append(json.loads(line))
+        except ValueError as err:
+            if k == len(lines) - 1:
+                print(f"[bench] warning: {path} line {number} is not a whole JSON record (a run cut short "
+                      f"while being written?); left out", file=sys.stderr)
+                break
+            raise ValueError(f"{path} line {number} is not a JSON run record: {err}") from err
+    return runs
 
 
 def write_builds() -> str:
@@ -128,12 +156,9 @@ def write_report(out: str) -> str:
 
     with open(os.path.join(out, "invocation.json")) as f:
         inv = json.load(f)
-    runs = []
-    for path in sorted(glob.glob(os.path.join(out, "runs", "*.json"))):
-        with open(path) as f:
-            runs.append(json.load(f))
+    runs = read_runs(out)
     if runs and same_invocation(runs) != inv["environment"]["invocation"]:
-        raise ValueError(f"{out}/runs holds runs of another invocation than {out}/invocation.json")
+        raise ValueError(f"{out}/{RUNS_FILE} holds runs of another invocation than {out}/invocation.json")
     for old in glob.glob(os.path.join(out, "*.png")):
         os.remove(old)
     in_process = [r for r in runs if r["mode"] == "in_process"]
@@ -223,17 +248,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     for s in skipped:
         print(f"[bench] skipped: {s}")
 
-    os.makedirs(os.path.join(out, "runs"), exist_ok=True)
-    for old in glob.glob(os.path.join(out, "runs", "*.json")):
-        os.remove(old)
+    os.makedirs(out, exist_ok=True)
+    if os.path.exists(os.path.join(out, RUNS_FILE)):
+        os.remove(os.path.join(out, RUNS_FILE))
     _write_invocation(out, env, [], skipped)
     builds = write_builds() if any(j.mode == "mlagents-learn" for j in jobs) else None
     start = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(args.jobs, initializer=_init_worker, initargs=(args.torch_threads,)) as pool:
         for done, record in enumerate(pool.imap_unordered(_work, [(j, invocation, builds) for j in jobs]), 1):
-            with open(record_path(out, record), "w") as f:
-                json.dump(record, f, indent=1)
+            append_run(out, record)
             print(progress_line(record, done, len(jobs), time.perf_counter() - start), flush=True)
     if builds:
         shutil.rmtree(builds, ignore_errors=True)

@@ -1,4 +1,6 @@
 """bench.runner helpers that need no training: console parsing, timer trees, replay memory, CLI checks."""
+import json
+
 import numpy as np
 import pytest
 
@@ -63,12 +65,13 @@ def test_progress_line_reports_threshold_and_eta():
 def _write_out(tmp_path, invocation_of_runs):
     import json
 
-    (tmp_path / "runs").mkdir()
+    from bench.run import append_run
+
     env = {"invocation": "inv-A", "date": "2026-11-21 22:00 UTC", "machine": "2 cores"}
     (tmp_path / "invocation.json").write_text(json.dumps({"environment": env, "speed": [], "skipped": []}))
     for r in (rec("fast_sac", 0, [[100, 1.0, 0.5], [200, 2.0, 1.5]], invocation=invocation_of_runs, final=1.0),
               rec("sac", 0, [[100, 3.0, 0.1], [200, 6.0, 0.2]], invocation=invocation_of_runs, final=0.2)):
-        (tmp_path / "runs" / f"{r['mode']}__{r['scene']}__{r['trainer']}__seed0.json").write_text(json.dumps(r))
+        append_run(str(tmp_path), r)
 
 
 def test_write_report_renders_the_one_invocation_on_disk(tmp_path):
@@ -86,3 +89,21 @@ def test_write_report_refuses_runs_of_another_invocation(tmp_path):
     _write_out(tmp_path, "inv-OLD")
     with pytest.raises(ValueError, match="another invocation"):
         write_report(str(tmp_path))
+
+
+def test_runs_file_keeps_every_finished_run_and_reports_a_cut_line(tmp_path, capsys):
+    from bench.run import append_run, read_runs
+
+    first = rec("fast_sac", 0, [[100, 1.0, 0.5]], invocation="inv-A", final=0.5)
+    second = rec("sac", 1, [[100, 3.0, 0.1]], invocation="inv-A", final=0.1)
+    append_run(str(tmp_path), first)
+    append_run(str(tmp_path), second)
+    assert [(r["trainer"], r["seed"]) for r in read_runs(str(tmp_path))] == [("fast_sac", 0), ("sac", 1)]
+    with open(tmp_path / "runs.jsonl", "a") as f:
+        f.write('{"trainer": "ppo", "cur')  # a bench killed while writing its third record
+    assert [r["trainer"] for r in read_runs(str(tmp_path))] == ["fast_sac", "sac"]
+    assert "line 3 is not a whole JSON record" in capsys.readouterr().err
+    with open(tmp_path / "runs.jsonl", "a") as f:
+        f.write("\n" + json.dumps(second) + "\n")  # the cut line is now in the middle: the file is damaged
+    with pytest.raises(ValueError, match="runs.jsonl line 3 is not a JSON run record"):
+        read_runs(str(tmp_path))
