@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.run            # full budget (make bench; under an hour on 2 idle cores)
     .venv/bin/python -m bench.run --quick    # a few minutes (make bench-quick)
     .venv/bin/python -m bench.run --defaults # minimal drop-in configs on the validation scenes (make bench-defaults)
+    .venv/bin/python -m bench.run --speed-only    # the speed section alone: every speed measurement, one report
     .venv/bin/python -m bench.run --report-only   # re-render REPORT.md/PNGs from bench/results/
 
 Writes ``<out>/runs.jsonl`` (one run record per line, appended as each run ends; see bench/metrics.py),
@@ -204,6 +205,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads inside each run (default 1)")
     p.add_argument("--no-learn", action="store_true", help="skip the mlagents-learn runs")
     p.add_argument("--no-speed", action="store_true", help="skip the speed section")
+    p.add_argument("--speed-only", action="store_true",
+                   help="only the speed section (every speed measurement: update_speed, learn_speed, replay_io)")
     p.add_argument("--out", default=DEFAULT_OUT, help="output folder (default bench/results)")
     p.add_argument("--note", default="", help="free text for the report header (e.g. machine was shared)")
     p.add_argument("--report-only", action="store_true", help="only re-render REPORT.md and plots from --out")
@@ -224,6 +227,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.quick and args.defaults:
         print("--quick and --defaults are two different budgets; give one of them", file=sys.stderr)
         return 2
+    if args.speed_only and (args.no_speed or args.defaults):
+        print("--speed-only runs nothing but the speed section, which --no-speed and --defaults leave out",
+              file=sys.stderr)
+        return 2
     budget = plan.DEFAULTS if args.defaults else plan.QUICK if args.quick else plan.FULL
     if args.defaults:
         args.no_speed = True
@@ -240,6 +247,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"--trainers: {t!r} is not available; allowed: {', '.join(allowed)}", file=sys.stderr)
             return 2
     jobs, skipped = plan.plan_jobs(budget, ours, args.trainers, args.scenes)
+    if args.speed_only:
+        jobs, skipped = [], []
     skipped = notes + skipped
     invocation = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
     env = environment(args, budget, invocation)

@@ -1,4 +1,4 @@
-"""Shared timing code of the update benchmarks (``bench/update_speed.py``, ``bench/sac_speed.py``).
+"""Shared timing code of the update benchmark (``bench/update_speed.py``).
 
 * ``time_interleaved``: ms per call of several update functions, measured in interleaved blocks so that a
   busy shared machine slows every variant alike and their ratio stays comparable.
@@ -108,6 +108,11 @@ def register_plugins() -> None:
     register_trainer_plugins()
 
 
+#: sizes every trainer (ours and built-in) is built with instead of its config's, when set (update_speed's
+#: ``--hidden-units``, ``--num-layers``, ``--batch-size``): ``hidden_units``, ``num_layers``, ``batch_size``
+SIZES: Dict[str, int] = {}
+
+
 def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None) -> Dict[str, object]:
     """The behavior block of ``configs/<trainer>_balance.yaml`` (ours), or the bench's config for a built-in
     (``bench.plan.build_config``: sac shares fast_sac's settings, ppo impala's network), hyperparameters
@@ -123,6 +128,11 @@ def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None)
             raise FileNotFoundError(f"configs/{trainer}_{SCENE}.yaml does not exist")
     cfg = copy.deepcopy(cfg)
     cfg["hyperparameters"] = dict(cfg.get("hyperparameters") or {}, **(overrides or {}))
+    if SIZES.get("batch_size"):
+        cfg["hyperparameters"]["batch_size"] = SIZES["batch_size"]
+    network = {k: SIZES[k] for k in ("hidden_units", "num_layers") if SIZES.get(k)}
+    if network:
+        cfg["network_settings"] = dict(cfg.get("network_settings") or {}, **network)
     for key in ("save_replay_buffer", "init_replay_from"):
         cfg["hyperparameters"].pop(key, None)
     cfg.update(max_steps=10 ** 7, summary_freq=10 ** 9, checkpoint_interval=10 ** 9, threaded=False)

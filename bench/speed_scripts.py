@@ -1,11 +1,9 @@
 """The speed section: run the speed scripts as subprocesses and keep their output.
 
 ``bench/update_speed.py`` (every trainer's full update vs a minimal PyTorch loop and the built-in
-counterpart; torch threads 1 and 2 inside one process) runs once and gives the report's "Speed" table.
-``bench/sac_speed.py`` (built-in sac vs fast_sac vs a textbook SAC loop, and replay memory) and
-``bench/impala_speed.py`` (impala vs ppo learning runs: steps/s, steps to threshold) run at torch threads
-1 and 2; ``bench/learn_speed.py`` (env steps/s of sac vs fast_sac through real mlagents-learn, issue #3's
-8-agent setup) runs once (``OMP_NUM_THREADS``, plus ``--threads N`` when the script's ``--help``
+counterpart; torch threads 1 and 2 inside one process) runs once at the configs' sizes and once at issue #3's
+(2x256 units, batch 256), and gives the report's "Speed" tables; ``bench/learn_speed.py`` (env steps/s of sac
+vs fast_sac through real mlagents-learn, issue #3's 8-agent setup) runs once (``OMP_NUM_THREADS``, plus ``--threads N`` when the script's ``--help``
 offers it; ``--json`` likewise); ``bench/replay_io.py`` runs once.  JSON output is parsed; anything else
 is kept as text.  A script that does not exist yet is reported as missing, never replaced.
 """
@@ -19,10 +17,10 @@ from typing import Any, Dict, List, Optional, Sequence
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 UPDATE_SPEED = "update_speed.py"
-THREADED = ("sac_speed.py", "impala_speed.py")
+#: issue #3's sizes, the second update_speed run
+ISSUE3_SIZES = ["--hidden-units", "256", "--num-layers", "2", "--batch-size", "256"]
 #: smaller workloads for --quick, passed only when the script's --help offers the option
 QUICK_ARGS = {UPDATE_SPEED: ["--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"],
-              "sac_speed.py": ["--updates", "50"], "impala_speed.py": ["--steps", "10000"],
               "replay_io.py": ["--repeats", "1"], "learn_speed.py": ["--pairs", "1", "--steps", "4000"]}
 LEARN_SPEED = "learn_speed.py"
 
@@ -55,7 +53,10 @@ def _help(path: str) -> str:
         return ""
 
 
-def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s: int) -> Dict[str, Any]:
+def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s: int,
+               keep_all_args: bool = False) -> Dict[str, Any]:
+    """Run ``bench/<name>`` with ``args`` as (option, value) pairs, left out where its ``--help`` does not offer
+    them (``keep_all_args``: all passed as they are)."""
     path = os.path.join(BENCH_DIR, name)
     entry: Dict[str, Any] = {"name": name, "threads": threads, "command": f"python bench/{name}", "rc": None}
     if not os.path.isfile(path):
@@ -63,9 +64,12 @@ def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s
         return entry
     offered = _help(path)
     cmd = [sys.executable, path]
-    for i in range(0, len(args), 2):  # (option, value) pairs the script does not offer are left out
-        if args[i] in offered:
-            cmd += list(args[i:i + 2])
+    if keep_all_args:
+        cmd += list(args)
+    else:
+        for i in range(0, len(args), 2):  # (option, value) pairs the script does not offer are left out
+            if args[i] in offered:
+                cmd += list(args[i:i + 2])
     if threads is not None and "--threads" in offered:
         cmd += ["--threads", str(threads)]
     if "--json" in offered:
@@ -93,15 +97,13 @@ def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s
 
 
 def run_speed(replay_rows: int, timeout_s: int, quick: bool = False, log=print) -> List[Dict[str, Any]]:
-    """Every speed script's entries (threads 1 and 2 for sac_speed/impala_speed), in a fixed order."""
+    """Every speed script's entries, in a fixed order."""
     log(f"[speed] {UPDATE_SPEED} (threads 1 and 2 in one process) ...")
     entries = [run_script(UPDATE_SPEED, QUICK_ARGS[UPDATE_SPEED] if quick else [], None, timeout_s)]
-    for name in THREADED:
-        for threads in (1, 2):
-            log(f"[speed] {name} threads={threads} ...")
-            entries.append(run_script(name, QUICK_ARGS[name] if quick else [], threads, timeout_s))
-            if entries[-1].get("missing"):
-                break
+    if not quick:
+        log(f"[speed] {UPDATE_SPEED} at issue #3's sizes (2x256, batch 256), fast_sac and sac ...")
+        entries.append(run_script(UPDATE_SPEED, ["--trainers", "fast_sac"] + ISSUE3_SIZES, None, timeout_s,
+                                  keep_all_args=True))
     log(f"[speed] {LEARN_SPEED} (mlagents-learn, sac vs fast_sac, issue #3's 8-agent setup) ...")
     entries.append(run_script(LEARN_SPEED, QUICK_ARGS[LEARN_SPEED] if quick else [], None, timeout_s))
     log("[speed] replay_io.py ...")

@@ -20,7 +20,7 @@ The minimal loops (``bench/minimal_*.py``) read their sizes from the same ``Trai
 same number of backward passes; the JSON records both counts (measured by ``speed.BackwardCounter``) and the
 parameter count each update trains.  Timing: ``speed.time_interleaved`` (median of 5 interleaved blocks).
 
-Usage: ``python bench/update_speed.py [--updates K] [--rows R] [--threads 1 2] [--trainers ...] [--json]``.
+Usage: ``python bench/update_speed.py [--updates K] [--rows R] [--threads 1 2] [--trainers ...] [--hidden-units H --num-layers L --batch-size B] [--json]``; the sizes, when given, replace every trainer's (built-ins too).
 """
 import argparse
 import json
@@ -247,8 +247,17 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch thread counts (1 2)")
     p.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
     p.add_argument("--no-builtin", action="store_true", help="skip the built-in sac/ppo counterparts")
+    p.add_argument("--hidden-units", type=int, help="network width of every trainer instead of its config's")
+    p.add_argument("--num-layers", type=int, help="network depth of every trainer instead of its config's")
+    p.add_argument("--batch-size", type=int, help="batch_size of every trainer instead of its config's")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
+    for name in ("hidden_units", "num_layers", "batch_size"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')}={getattr(args, name)} is invalid; must be an integer >= 1")
+    speed.SIZES.clear()
+    speed.SIZES.update({k: getattr(args, k) for k in ("hidden_units", "num_layers", "batch_size")
+                        if getattr(args, k) is not None})
     for name in ("updates", "rows"):
         if getattr(args, name) < 1:
             p.error(f"--{name}={getattr(args, name)} is invalid; must be an integer >= 1")
@@ -274,7 +283,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
                 rows += measure(bench, args.threads, args.updates, args.warmup, args.budget_s)
             except Exception as err:  # noqa: BLE001 - one broken trainer must not hide the others' rows
                 rows.append({"trainer": name, "threads": None, "error": f"{type(err).__name__}: {err}"[:300]})
-    out = {"scene": speed.SCENE, "updates": args.updates, "buffer_rows": args.rows, "speed_rows": rows}
+    out = {"scene": speed.SCENE, "updates": args.updates, "buffer_rows": args.rows, "sizes": dict(speed.SIZES),
+           "speed_rows": rows}
     if args.json:
         print(json.dumps(out))
     else:

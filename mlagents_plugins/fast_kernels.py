@@ -8,7 +8,7 @@ Swish: ML-Agents' ``Swish`` activation is replaced by PyTorch's fused ``SiLU`` (
 ML-Agents' ``Swish.forward`` is ``torch.mul(x, torch.sigmoid(x))``: two kernels and an extra [B, H] tensor
 forward, and three kernels backward (sigmoid backward, two muls, an add).  ``torch.nn.functional.silu``
 computes exactly ``x * sigmoid(x)`` in one kernel each way.  On the 2x256 networks of a SAC update this is
-about a quarter of the non-matmul time (measured in ``bench/sac_speed.py``).
+about a quarter of the non-matmul time (see ``bench/update_speed.py``).
 
 The swap changes no parameters (neither module has any), so checkpoints, ``state_dict`` keys and the
 ONNX contract are unchanged: the TorchScript exporter writes ``SiLU`` as ``Mul(x, Sigmoid(x))`` at

@@ -107,3 +107,19 @@ def test_runs_file_keeps_every_finished_run_and_reports_a_cut_line(tmp_path, cap
         f.write("\n" + json.dumps(second) + "\n")  # the cut line is now in the middle: the file is damaged
     with pytest.raises(ValueError, match="runs.jsonl line 3 is not a JSON run record"):
         read_runs(str(tmp_path))
+
+
+def test_speed_only_runs_no_training_and_refuses_contradictions(tmp_path, monkeypatch, capsys):
+    from bench import run
+
+    called = {}
+    monkeypatch.setattr(run, "run_speed", lambda rows, timeout, quick, log: called.setdefault("speed", [
+        {"name": "replay_io.py", "threads": None, "command": "python bench/replay_io.py", "rc": 0, "seconds": 1.0,
+         "json": {"save_s": 0.1}}]))
+    monkeypatch.setattr(run, "_work", lambda job: pytest.fail(f"a training run was started: {job}"))
+    assert run.main(["--speed-only", "--quick", "--out", str(tmp_path)]) == 0
+    assert "speed" in called
+    assert "replay_io.py" in (tmp_path / "REPORT.md").read_text()
+    assert not (tmp_path / "runs.jsonl").exists()
+    assert run.main(["--speed-only", "--no-speed", "--out", str(tmp_path)]) == 2
+    assert "--speed-only runs nothing but the speed section" in capsys.readouterr().err

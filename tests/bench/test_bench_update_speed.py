@@ -233,19 +233,43 @@ def test_update_speed_cli_rejects_bad_numbers(capsys):
     with pytest.raises(SystemExit):
         update_speed.main(["--threads", "1", "0"])
     assert "--threads=[1, 0] is invalid" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        update_speed.main(["--hidden-units", "0"])
+    assert "--hidden-units=0 is invalid" in capsys.readouterr().err
 
 
-def test_speed_section_runs_update_speed_once_first(monkeypatch):
+def test_speed_section_runs_update_speed_first_then_at_issue3_sizes(monkeypatch):
     from bench import speed_scripts
 
     seen = []
     monkeypatch.setattr(speed_scripts, "run_script",
-                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
+                        lambda name, args, threads, timeout_s, **kw: seen.append((name, tuple(args), threads)) or {})
     speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
     assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"),
                        None)
     assert [s[0] for s in seen].count("update_speed.py") == 1
-    assert ("sac_speed.py", ("--updates", "50"), 2) in seen
+    assert [s[0] for s in seen] == ["update_speed.py", "learn_speed.py", "replay_io.py"]
+    seen.clear()
+    speed_scripts.run_speed(1000, 60, quick=False, log=lambda m: None)
+    assert seen[1] == ("update_speed.py", ("--trainers", "fast_sac", "--hidden-units", "256", "--num-layers", "2",
+                                           "--batch-size", "256"), None)
+
+
+def test_update_speed_sizes_reach_every_trainer_and_its_builtin(tmp_path):
+    from bench import speed
+
+    speed.SIZES.clear()
+    speed.SIZES.update(hidden_units=48, num_layers=3, batch_size=96)
+    try:
+        for trainer in ("fast_sac", "sac", "impala", "ppo"):
+            cfg = speed.behavior_config(trainer)
+            assert cfg["network_settings"]["hidden_units"] == 48 and cfg["network_settings"]["num_layers"] == 3
+            assert cfg["hyperparameters"]["batch_size"] == 96
+        settings = speed.trainer_settings("fast_sac")
+        assert settings.network_settings.hidden_units == 48 and settings.hyperparameters.batch_size == 96
+    finally:
+        speed.SIZES.clear()
+    assert speed.behavior_config("fast_sac")["network_settings"]["hidden_units"] != 48
 
 
 # ---------------------------------------------------------------------------------------------- replay memory
@@ -307,7 +331,7 @@ def test_speed_section_runs_learn_speed_once(monkeypatch):
 
     seen = []
     monkeypatch.setattr(speed_scripts, "run_script",
-                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
+                        lambda name, args, threads, timeout_s, **kw: seen.append((name, tuple(args), threads)) or {})
     speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
     assert seen.count(("learn_speed.py", ("--pairs", "1", "--steps", "4000"), None)) == 1
 
