@@ -26,3 +26,14 @@ def _register_our_trainers():
         mla_plugins.all_trainer_types.update(types)
         mla_plugins.all_trainer_settings.update(settings)
     yield
+
+
+@pytest.fixture
+def one_thread():
+    """torch on one thread for the test (learning tests: the CI machine's 2 cores, one run at a time), restored after."""
+    from mlagents.torch_utils import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -4,7 +4,6 @@ import os
 
 import numpy as np
 import pytest
-import torch
 
 from mlagents_plugins.envs.harness import train_in_process
 from mlagents_plugins.envs.scenes import SCENES
@@ -22,12 +21,7 @@ PPO = {
 }
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_short_run_writes_models_and_curves_and_reads_parameters(tmp_path):

@@ -6,7 +6,6 @@ runs (issue #14) are ``slow``.
 import copy
 
 import pytest
-import torch
 
 from bench.holding import holding_summary, issue_config, shipped_config
 from mlagents_plugins.envs.harness import train_in_process
@@ -29,14 +28,6 @@ BASE = dict(
     summary_freq=1000,
     checkpoint_interval=10 ** 9,
 )
-
-
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _train(tmp_path, scene, max_steps, hyper=None, net=None, areas=4):

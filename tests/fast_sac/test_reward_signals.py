@@ -1,18 +1,8 @@
 """Intrinsic reward signals (GAIL, curiosity, RND) and behavioral cloning run with fast_sac end to end in-process:
 providers are evaluated on sampled minibatches, updated on their own cadence and their stats are reported."""
-import pytest
-import torch
 
 from mlagents_plugins.envs.demo_writer import record_demo
 from mlagents_plugins.envs.harness import train_in_process
-
-
-@pytest.fixture
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def test_gail_curiosity_rnd_and_bc_train_and_report(tmp_path, one_thread):

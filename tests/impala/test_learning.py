@@ -3,7 +3,6 @@ import os
 
 import pytest
 import yaml
-from mlagents.torch_utils import torch
 
 from mlagents_plugins.envs.harness import train_in_process
 from mlagents_plugins.envs.scenes import SCENES
@@ -19,12 +18,7 @@ def config(scene: str, **overrides) -> dict:
     return cfg
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_balance_improves_quickly(tmp_path):

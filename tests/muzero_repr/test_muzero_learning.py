@@ -2,7 +2,6 @@
 import os
 
 import pytest
-import torch
 import yaml
 
 from mlagents_plugins.envs.harness import train_in_process
@@ -17,12 +16,7 @@ def behavior_config(name: str) -> dict:
         return list(yaml.safe_load(f)["behaviors"].values())[0]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.mark.slow
