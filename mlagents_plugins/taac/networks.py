@@ -23,8 +23,6 @@ from mlagents_plugins.taac import losses, trajectories
 from mlagents_plugins.taac.trajectories import TrajectoryKind
 from mlagents_plugins.tensor_utils import tanh_gaussian_log_prob
 
-LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
 
 class TaacCritic(nn.Module):
     """``num_critic_replicas`` independent ``Q_i(s, tau)`` networks, one head per reward stream."""
