@@ -219,8 +219,8 @@ def numpy_needs_aliases() -> bool:
     return _major_minor(numpy.__version__) >= (1, 24)
 
 
-class _AliasLoader(importlib.abc.Loader):
-    """Runs the original loader with ``numpy.float`` bound to ``float`` for the duration of the module body."""
+class _WrappingLoader(importlib.abc.Loader):
+    """A loader that runs the original module's own loader, with something around it (subclasses)."""
 
     def __init__(self, original: importlib.machinery.ModuleSpec):
         self.original = original
@@ -229,13 +229,20 @@ class _AliasLoader(importlib.abc.Loader):
         return self.original.loader.create_module(spec)
 
     def exec_module(self, module) -> None:
+        self.original.loader.exec_module(module)
+
+
+class _AliasLoader(_WrappingLoader):
+    """Runs the original loader with ``numpy.float`` bound to ``float`` for the duration of the module body."""
+
+    def exec_module(self, module) -> None:
         import numpy
 
         added = numpy_needs_aliases()
         if added:
             numpy.float = float  # type: ignore[attr-defined]
         try:
-            self.original.loader.exec_module(module)
+            super().exec_module(module)
         finally:
             if added:
                 del numpy.float  # type: ignore[attr-defined]
@@ -296,17 +303,11 @@ class _EntryPointsByGroup:
 ENTRY_POINTS_BY_GROUP = _EntryPointsByGroup()
 
 
-class _EntryPointsLoader(importlib.abc.Loader):
+class _EntryPointsLoader(_WrappingLoader):
     """Runs the original loader, then gives the module the grouped ``importlib_metadata`` it expects."""
 
-    def __init__(self, original: importlib.machinery.ModuleSpec):
-        self.original = original
-
-    def create_module(self, spec):
-        return self.original.loader.create_module(spec)
-
     def exec_module(self, module) -> None:
-        self.original.loader.exec_module(module)
+        super().exec_module(module)
         module.importlib_metadata = ENTRY_POINTS_BY_GROUP
 
 

@@ -17,13 +17,15 @@ def number(name: str, kind: Type = float, low: Optional[Number] = None, high: Op
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be {what}, got {text!r}")
-        if low is not None and high is not None and not low <= value <= high:
+        above_low = low is None or (value >= low if low_inclusive else value > low)  # each bound checked once
+        below_high = high is None or value <= high
+        if above_low and below_high:
+            return value
+        if low is not None and high is not None and low_inclusive:
             raise argparse.ArgumentTypeError(f"{name} must be in {low}..{high}, got {value}")
-        if low is not None and not (value >= low if low_inclusive else value > low):
+        if not above_low:
             raise argparse.ArgumentTypeError(f"{name} must be {'>=' if low_inclusive else '>'} {low}"
                                              f"{' ' + unit if unit and not low_inclusive else ''}, got {value}")
-        if high is not None and not value <= high:
-            raise argparse.ArgumentTypeError(f"{name} must be <= {high}, got {value}")
-        return value
+        raise argparse.ArgumentTypeError(f"{name} must be <= {high}, got {value}")
 
     return parse

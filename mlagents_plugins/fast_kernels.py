@@ -33,14 +33,23 @@ class FusedSwish(nn.Module):
 
 
 def fuse_swish_(module: nn.Module) -> int:
-    """Replace every ML-Agents ``Swish`` inside ``module`` (in place) by ``FusedSwish``; returns how many."""
+    """Replace every ML-Agents ``Swish`` inside ``module`` (in place) by ``FusedSwish``; returns how many.
+
+    Kernel switch ``fused_swish`` (``patches.KERNEL_SWITCHES``): nothing is replaced when it is switched off
+    (``MLAGENTS_PLUGINS_NO_FUSED_SWISH=1``) or under an mlagents version it was not checked against."""
+    from mlagents_plugins import patches
+
+    return _fuse_swish(module) if patches.allowed("fused_swish") else 0
+
+
+def _fuse_swish(module: nn.Module) -> int:
     swapped = 0
     for name, child in list(module.named_children()):
         if isinstance(child, Swish):
             setattr(module, name, FusedSwish())
             swapped += 1
         else:
-            swapped += fuse_swish_(child)
+            swapped += _fuse_swish(child)
     return swapped
 
 
@@ -154,7 +163,15 @@ class MatmulKernelChooser:
     """
 
     def __init__(self, device: torch.device, enabled: bool = True, trials: int = 8, warmup: int = 3):
-        self.active = bool(enabled) and torch.device(device).type == "cpu" and onednn_fp32_matmul_available()
+        from mlagents_plugins import patches
+
+        # Kernel switch ``onednn_matmul`` (``patches.KERNEL_SWITCHES``): off with MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1.
+        self.active = (
+            bool(enabled)
+            and torch.device(device).type == "cpu"
+            and patches.allowed("onednn_matmul")
+            and onednn_fp32_matmul_available()
+        )
         self.trials = trials
         self.warmup = warmup
         self.calls = 0

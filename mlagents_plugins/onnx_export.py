@@ -9,14 +9,12 @@ constants, all taken from ``ModelSerializer``) and only ask for the TorchScript 
 """
 import inspect
 import os
+import sys
 
 from mlagents.torch_utils import torch
 from mlagents.trainers.settings import SerializationSettings
 from mlagents.trainers.torch_entities import model_serialization
-from mlagents.trainers.torch_entities.model_serialization import (
-    ModelSerializer,
-    exporting_to_onnx,
-)
+from mlagents.trainers.torch_entities.model_serialization import ModelSerializer, exporting_to_onnx
 from mlagents_envs.logging_util import get_logger
 
 logger = get_logger(__name__)
@@ -58,15 +56,12 @@ def export_policy_model(self: ModelSerializer, output_filepath: str) -> None:
 
 
 def install_onnx_export_fix() -> bool:
-    """Idempotently route mlagents' ONNX export through the TorchScript exporter; returns whether it is."""
-    if getattr(ModelSerializer.export_policy_model, "_mlagents_plugins_fix", False):
-        return True
+    """Installer of patch ``onnx_export`` (``patches.PATCHES``): idempotently route mlagents' ONNX export
+    through the TorchScript exporter; returns whether it is.  Called by the mlagents-learn hook
+    (``plugin_hooks``), never on import of the package."""
     from mlagents_plugins import patches
 
-    if not patches.allowed("onnx_export"):
-        return False
-    export_policy_model._mlagents_plugins_fix = True  # type: ignore[attr-defined]
-    ModelSerializer.export_policy_model = export_policy_model  # type: ignore[assignment]
-    # Keep the module attribute in sync for code that looks it up there.
-    model_serialization.ModelSerializer.export_policy_model = export_policy_model  # type: ignore
-    return True
+    return patches.replace_attribute(
+        "onnx_export", model_serialization.ModelSerializer, "export_policy_model", export_policy_model,
+        sys.modules[__name__],
+    )

@@ -5,6 +5,10 @@ Installing the package changes a few things in ``mlagents-learn`` for every run,
 ``HostPatch`` below: what it replaces, why, the mlagents versions it was written against (any other version
 is left alone, with a debug line), and the environment variable that switches it off (set it to ``1``).
 docs/patches.md is the user-facing table of the same list.
+
+``KERNEL_SWITCHES`` lists the other changes a reader should find here: faster kernels for the same math that
+our own trainers apply to their own networks and updates (``fast_kernels``), never to ML-Agents' built-in
+trainers' modules; they are not installed by the hook but checked, with the same guard, where they apply.
 """
 import importlib
 import logging
@@ -28,6 +32,8 @@ class HostPatch:
     # "attribute": ``target`` is a dotted attribute that the installer replaces (the module keeps ``ORIGINAL``).
     # "import": the installer puts a ``sys.meta_path`` finder in place that changes how the ``target`` modules
     # are imported (mlagents_plugins_boot; ``ORIGINAL`` maps module names to the specs they had).
+    # "kernel": a faster kernel for the same math inside our own trainers (``KERNEL_SWITCHES``, not installed
+    # by the hook); ``installer`` is the code that applies it and checks ``allowed``.
     kind: str = "attribute"
 
 
@@ -117,7 +123,31 @@ PATCHES: Tuple[HostPatch, ...] = (
     ),
 )
 
-_BY_NAME: Dict[str, HostPatch] = {p.name: p for p in PATCHES}
+
+
+# Kind "kernel": ``installer`` names the code of ours that applies the switch (checking ``allowed(name)``).
+KERNEL_SWITCHES: Tuple[HostPatch, ...] = (
+    HostPatch(
+        name="fused_swish",
+        target="mlagents.trainers.torch_entities.layers.Swish modules inside our trainers' networks",
+        why="replaced by FusedSwish (F.silu: the same x * sigmoid(x) in one kernel each way); no parameters, so "
+        "checkpoints and the exported ONNX nodes are unchanged",
+        installer="mlagents_plugins.fast_kernels:fuse_swish_",
+        opt_out="MLAGENTS_PLUGINS_NO_FUSED_SWISH",
+        kind="kernel",
+    ),
+    HostPatch(
+        name="onednn_matmul",
+        target="torch.set_float32_matmul_precision, process-wide, for the duration of our CPU updates",
+        why="'medium' routes fp32 CPU matmuls to oneDNN, up to 2x faster on AVX-512 AMD processors; used only where "
+        "a probe finds it exact to fp32 and timing finds it faster (per behavior: fast_cpu_matmul: false)",
+        installer="mlagents_plugins.fast_kernels:MatmulKernelChooser",
+        opt_out="MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL",
+        kind="kernel",
+    ),
+)
+
+_BY_NAME: Dict[str, HostPatch] = {p.name: p for p in PATCHES + KERNEL_SWITCHES}
 
 
 def mlagents_version() -> str:
@@ -129,7 +159,8 @@ def mlagents_version() -> str:
 
 
 def allowed(name: str) -> bool:
-    """Whether patch ``name`` may be installed: not switched off, and written for the installed mlagents."""
+    """Whether patch (or kernel switch) ``name`` may be installed: not switched off, and written for the
+    installed mlagents."""
     patch = _BY_NAME[name]
     if os.environ.get(patch.opt_out) == "1":
         logger.info("%s left as ML-Agents has it (%s=1)", patch.target, patch.opt_out)

@@ -57,6 +57,18 @@ def unit_interval(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
         fail(attribute.name, value, "a number in [0, 1]")
 
 
+def entropy_scale(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    """A target-entropy scale: a number in [-10, 10]."""
+    if not _is_number(value) or not -10.0 <= value <= 10.0:
+        fail(attribute.name, value, "a number in [-10, 10]")
+
+
+def optional_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    """``null`` (the trainer decides) or true/false; annotate ``Any``, as for ``strict_bool``."""
+    if value is not None and not isinstance(value, bool):
+        fail(attribute.name, value, "true, false or null (automatic)")
+
+
 def optional_open_unit_interval(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
     """``null`` (the feature off) or a number strictly between 0 and 1."""
     if value is not None and (not _is_number(value) or not 0.0 < value < 1.0):

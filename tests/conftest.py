@@ -21,6 +21,12 @@ PLUGIN_MODULES = (
 def _register_our_trainers():
     from mlagents import plugins as mla_plugins
 
+    from mlagents_plugins import patches
+
+    # What mlagents-learn's start-up hook does for every run, for the tests that build trainers (which export
+    # ONNX at checkpoints) without it; importing the package installs nothing (tests/test_patches.py).
+    patches.install("onnx_export")
+
     for module in PLUGIN_MODULES:
         types, settings = importlib.import_module(module).get_type_and_setting()
         mla_plugins.all_trainer_types.update(types)

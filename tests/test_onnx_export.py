@@ -19,7 +19,6 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
-import mlagents_plugins  # noqa: F401  (installs the fix)
 from mlagents_plugins.testing.onnx_check import compare_onnx_with_torch, export_policy
 
 

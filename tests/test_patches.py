@@ -136,3 +136,67 @@ def test_the_mlagents_learn_hook_installs_every_listed_patch(monkeypatch):
     assert plugin_hooks.stats_writers(None) == []
     assert seen == [p.name for p in patches.PATCHES]
     assert os.environ[lifetime.TRAINER_PID_ENV] == str(os.getpid())
+
+
+def test_importing_the_package_installs_no_patch():
+    """Only the entry points install patches: a fresh interpreter that imports the package (and torch, mlagents)
+    finds ML-Agents' own ONNX export in place."""
+    import subprocess
+
+    code = (
+        "import mlagents_plugins, mlagents_plugins.onnx_export as o\n"
+        "from mlagents.trainers.torch_entities.model_serialization import ModelSerializer\n"
+        "assert ModelSerializer.export_policy_model is o.ORIGINAL, ModelSerializer.export_policy_model\n"
+        "from mlagents_plugins import plugin_hooks\n"
+        "plugin_hooks.stats_writers(None)\n"
+        "assert ModelSerializer.export_policy_model is o.export_policy_model\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLAGENTS_PLUGINS_")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_kernel_switches_are_listed_apart_with_unique_names_and_variables():
+    names = [p.name for p in patches.PATCHES + patches.KERNEL_SWITCHES]
+    opt_outs = [p.opt_out for p in patches.PATCHES + patches.KERNEL_SWITCHES]
+    assert len(set(names)) == len(names) and len(set(opt_outs)) == len(opt_outs)
+    for switch in patches.KERNEL_SWITCHES:
+        assert switch.kind == "kernel" and switch.name not in [p.name for p in patches.PATCHES]
+        assert switch.why and switch.opt_out.startswith("MLAGENTS_PLUGINS_") and switch.versions == ("1.1.0",)
+        assert patches._installer(switch), switch.installer
+
+
+def _swish_net():
+    from mlagents.torch_utils import torch
+    from mlagents.trainers.torch_entities.layers import Swish
+
+    return torch.nn.Sequential(torch.nn.Linear(2, 2), Swish(), torch.nn.Sequential(torch.nn.Linear(2, 2), Swish()))
+
+
+def test_fused_swish_is_guarded_by_version_and_opt_out(monkeypatch):
+    from mlagents_plugins.fast_kernels import FusedSwish, fuse_swish_
+
+    monkeypatch.setenv("MLAGENTS_PLUGINS_NO_FUSED_SWISH", "1")
+    net = _swish_net()
+    assert fuse_swish_(net) == 0 and not any(isinstance(m, FusedSwish) for m in net.modules())
+    monkeypatch.delenv("MLAGENTS_PLUGINS_NO_FUSED_SWISH")
+    monkeypatch.setattr(patches, "mlagents_version", lambda: "0.0.0")
+    assert fuse_swish_(net) == 0
+    monkeypatch.setattr(patches, "mlagents_version", lambda: "1.1.0")
+    assert fuse_swish_(net) == 2 and sum(isinstance(m, FusedSwish) for m in net.modules()) == 2
+
+
+def test_onednn_matmul_is_guarded_by_version_and_opt_out(monkeypatch):
+    from mlagents.torch_utils import torch
+
+    from mlagents_plugins import fast_kernels
+
+    monkeypatch.setattr(fast_kernels, "onednn_fp32_matmul_available", lambda: True)  # as on an AVX-512 AMD CPU
+    cpu = torch.device("cpu")
+    assert fast_kernels.MatmulKernelChooser(cpu).active
+    monkeypatch.setenv("MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL", "1")
+    chooser = fast_kernels.MatmulKernelChooser(cpu)
+    assert not chooser.active and chooser.decided and chooser.use_onednn is False
+    monkeypatch.delenv("MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL")
+    monkeypatch.setattr(patches, "mlagents_version", lambda: "0.0.0")
+    assert not fast_kernels.MatmulKernelChooser(cpu).active

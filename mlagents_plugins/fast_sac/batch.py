@@ -12,10 +12,11 @@ import numpy as np
 from mlagents.torch_utils import torch
 from mlagents_envs.base_env import BehaviorSpec
 
-from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.prioritized import importance_weights
 from mlagents_plugins.fast_sac.optimizer import SACBatch
+from mlagents_plugins.tensor_utils import stream_discounts
 
 #: ``stream_rewards(idx [B, N], window rows) -> [B, N, S]`` float32 rewards per stream, strength applied.
 StreamRewards = Callable[[np.ndarray, Dict[str, np.ndarray]], np.ndarray]
@@ -63,31 +64,31 @@ def window_batch(
         valid = np.cumprod(valid, axis=1).astype(bool)
     last = idx[np.arange(len(start)), valid.sum(axis=1) - 1]
 
-    head_fields = [R.obs_field(i) for i in range(n_obs)]
-    tail_fields = [R.next_obs_field(i) for i in range(n_obs)]
+    head_fields = [offpolicy_rows.obs_field(i) for i in range(n_obs)]
+    tail_fields = [offpolicy_rows.next_obs_field(i) for i in range(n_obs)]
     if spec.action_spec.continuous_size > 0:
-        head_fields.append(R.CONT_ACTION)
+        head_fields.append(offpolicy_rows.CONT_ACTION)
     if spec.action_spec.discrete_size > 0:
-        head_fields += [R.DISC_ACTION, R.ACTION_MASK]
-        tail_fields.append(R.NEXT_ACTION_MASK)
+        head_fields += [offpolicy_rows.DISC_ACTION, offpolicy_rows.ACTION_MASK]
+        tail_fields.append(offpolicy_rows.NEXT_ACTION_MASK)
     head = replay.gather(start, head_fields)
     tail = replay.gather(last, tail_fields)
-    window = replay.gather(idx, [R.REWARD, R.TERMINAL])  # [B, N]
+    window = replay.gather(idx, [offpolicy_rows.REWARD, offpolicy_rows.TERMINAL])  # [B, N]
 
     rewards = stream_rewards(idx, window)  # [B, N, S]
-    terminal = window[R.TERMINAL].astype(np.float32)
-    discount = np.asarray(gammas, np.float32) * (1.0 - terminal[..., None] * np.asarray(use_done, np.float32))
+    terminal = window[offpolicy_rows.TERMINAL].astype(np.float32)
+    discount = stream_discounts(np.asarray(gammas, np.float32), terminal, np.asarray(use_done, np.float32))
 
     def t(x: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(x)).to(device, non_blocking=True)
 
     return SACBatch(
-        obs=[R.obs_to_tensor(head[R.obs_field(i)], device) for i in range(n_obs)],
-        next_obs=[R.obs_to_tensor(tail[R.next_obs_field(i)], device) for i in range(n_obs)],
-        cont_actions=t(head[R.CONT_ACTION]) if R.CONT_ACTION in head else None,
-        disc_actions=t(head[R.DISC_ACTION].astype(np.int64)) if R.DISC_ACTION in head else None,
-        action_mask=t(head[R.ACTION_MASK].astype(np.float32)) if R.ACTION_MASK in head else None,
-        next_action_mask=t(tail[R.NEXT_ACTION_MASK].astype(np.float32)) if R.NEXT_ACTION_MASK in tail else None,
+        obs=[offpolicy_rows.obs_to_tensor(head[offpolicy_rows.obs_field(i)], device) for i in range(n_obs)],
+        next_obs=[offpolicy_rows.obs_to_tensor(tail[offpolicy_rows.next_obs_field(i)], device) for i in range(n_obs)],
+        cont_actions=t(head[offpolicy_rows.CONT_ACTION]) if offpolicy_rows.CONT_ACTION in head else None,
+        disc_actions=t(head[offpolicy_rows.DISC_ACTION].astype(np.int64)) if offpolicy_rows.DISC_ACTION in head else None,
+        action_mask=t(head[offpolicy_rows.ACTION_MASK].astype(np.float32)) if offpolicy_rows.ACTION_MASK in head else None,
+        next_action_mask=t(tail[offpolicy_rows.NEXT_ACTION_MASK].astype(np.float32)) if offpolicy_rows.NEXT_ACTION_MASK in tail else None,
         r_t=t(rewards),
         discount_t=t(discount.astype(np.float32)),
         valid_t=t(valid),

@@ -15,25 +15,20 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
-
-def _check_shape(name: str, t: torch.Tensor, shape: Sequence[Optional[int]]) -> None:
-    """Raise ``ValueError`` naming ``name`` when ``t`` does not have ``shape`` (``None`` = any size)."""
-    if t.dim() != len(shape) or any(s is not None and s != d for s, d in zip(shape, t.shape)):
-        want = "[" + ", ".join("*" if s is None else str(s) for s in shape) + "]"
-        raise ValueError(f"{name} must have shape {want}, got {list(t.shape)}")
+from mlagents_plugins.tensor_utils import check_shape as _check_shape, tanh_gaussian_log_prob
 
 
 def n_step_targets(
-    r_t: torch.Tensor, discount_t: torch.Tensor, valid_t: torch.Tensor, v_boot: torch.Tensor
+    r_t: torch.Tensor, discount_t: torch.Tensor, valid_t: torch.Tensor, v_t: torch.Tensor
 ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Soft n-step TD targets ``y = sum_j (prod_{i<j} discount_i) r_j + (prod_{i<k} discount_i) v_boot``.
+    """Soft n-step TD targets ``y = sum_j (prod_{i<j} discount_i) r_j + (prod_{i<k} discount_i) v_t``.
 
     :param r_t: [B, N, S] rewards of the window's steps, step ``j`` of row ``b`` is ``t_b + j``.
     :param discount_t: [B, N, S] per-step discount ``gamma_s * (1 - terminal_j)``: zero after a true terminal
         (no bootstrap), ``gamma_s`` after a time-out interruption (bootstrap from the final observation).
     :param valid_t: [B, N] bool, ``True`` while step ``j`` belongs to the same stored segment as step 0.  Only
         the leading run of ``True`` counts, so a window stops at the end of a segment (trajectory chunk).
-    :param v_boot: [B, S] soft value of the next observation of the window's last valid step ``k-1``.
+    :param v_t: [B, S] soft value of the next observation of the window's last valid step ``k-1``.
     :return: (targets [B, S], bootstrap discount [B, S] = ``prod_{i<k} discount_i``).
 
     Generalises [SAC-2 eq. 2-3] from one step to ``k <= N`` steps (Sutton & Barto eq. 7.1, truncated at the
@@ -44,7 +39,7 @@ def n_step_targets(
     b, n, s = r_t.shape
     _check_shape("discount_t", discount_t, (b, n, s))
     _check_shape("valid_t", valid_t, (b, n))
-    _check_shape("v_boot", v_boot, (b, s))
+    _check_shape("v_t", v_t, (b, s))
     # Leading run of valid steps: a step after an invalid one never counts again.
     live = torch.cumprod(valid_t.to(r_t.dtype), dim=1).unsqueeze(-1)  # [B, N, 1]
     # Effective discount of a dead step is 1 so the running product freezes at the last valid step.
@@ -53,11 +48,7 @@ def n_step_targets(
     before = torch.cat([torch.ones_like(acc[:, :1]), acc[:, :-1]], dim=1)  # prod_{i<j}
     returns = (before * r_t * live).sum(dim=1)
     boot_discount = acc[:, -1]
-    return returns + boot_discount * v_boot, boot_discount
-
-
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-_LOG_2 = math.log(2.0)
+    return returns + boot_discount * v_t, boot_discount
 
 
 def tanh_gaussian_sample(
@@ -79,9 +70,7 @@ def tanh_gaussian_sample(
     _check_shape("log_sigma", log_sigma, tuple(mu.shape))
     _check_shape("noise", noise, tuple(mu.shape))
     u = mu + log_sigma.exp() * noise
-    log_normal = -0.5 * noise.square() - log_sigma - _HALF_LOG_2PI
-    log_det = 2.0 * (_LOG_2 - u - torch.nn.functional.softplus(-2.0 * u))
-    return torch.tanh(u), (log_normal - log_det).sum(dim=1)
+    return torch.tanh(u), tanh_gaussian_log_prob(u, noise, log_sigma)
 
 
 def branch_sums(x: torch.Tensor, branches: Sequence[int]) -> torch.Tensor:
@@ -180,20 +169,14 @@ def twin_q_loss(
     return 0.5 * se1.mean(), 0.5 * se2.mean(), td_abs
 
 
-def policy_loss(
-    q_pi: torch.Tensor,
-    log_pi_cont: Optional[torch.Tensor],
-    log_probs_disc: Optional[torch.Tensor],
-    alpha_cont: torch.Tensor,
-    alpha_disc: torch.Tensor,
-    branches: Sequence[int],
-) -> torch.Tensor:
+def policy_loss(q_pi: torch.Tensor, *policy_terms: Any) -> torch.Tensor:
     """Actor loss ``E_s[sum_k alpha_k E_pi log pi_k - E_pi Q(s, a)]`` [SAC-2 eq. 7], averaged over streams.
 
-    ``q_pi`` is evaluated at the actor's reparameterised continuous sample; temperatures must come in
-    detached (the actor does not move them).  Equals ``-mean(soft_value)``.
+    ``policy_terms`` are ``soft_value``'s arguments after ``q`` (``log_pi_cont, log_probs_disc, alpha_cont,
+    alpha_disc, branches``).  ``q_pi`` is evaluated at the actor's reparameterised continuous sample;
+    temperatures must come in detached (the actor does not move them).  Equals ``-mean(soft_value)``.
     """
-    return -soft_value(q_pi, log_pi_cont, log_probs_disc, alpha_cont, alpha_disc, branches).mean()
+    return -soft_value(q_pi, *policy_terms).mean()
 
 
 def temperature_loss(

@@ -22,7 +22,7 @@ from mlagents.trainers.torch_entities.utils import ModelUtils
 
 from mlagents_plugins.compiled_step import CompiledStep
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
-from mlagents_plugins.fast_sac import losses as L
+from mlagents_plugins.fast_sac import losses
 from mlagents_plugins.fast_sac.losses import SACLosses
 from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
 from mlagents_plugins.fast_sac.settings import FastSACSettings
@@ -123,7 +123,7 @@ class FastSACOptimizer(TorchOptimizer):
         if self._normalize:
             self.q.copy_normalization_from(self.policy.actor.network_body)
             self.q_target.copy_normalization_from(self.policy.actor.network_body)
-        return L.sac_losses(
+        return losses.sac_losses(
             self._actor, self.q, self.q.frozen, self.q_target,
             s_tm1=batch.obs, a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
             r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,
@@ -174,6 +174,17 @@ class FastSACOptimizer(TorchOptimizer):
         return modules
 
 
+def _diagnostic_keys(num_branches: int) -> List[str]:
+    """The stat key of each entry of ``SACLosses.diagnostics`` (``losses.sac_diagnostics``), in its order; the
+    branch min bias entry is a placeholder 0 without discrete branches and is not reported then."""
+    keys = [STAT_Q_ABS, STAT_Q_STD, STAT_TWIN_GAP, STAT_TARGET_MEAN, STAT_TARGET_DRIFT]
+    if num_branches:
+        keys.append(STAT_BRANCH_MIN_BIAS)
+        keys += [STAT_BRANCH_ENTROPY.format(i) for i in range(num_branches)]
+        keys += [STAT_BRANCH_ENTCOEF.format(i) for i in range(num_branches)]
+    return keys
+
+
 def sac_stats(out: SACLosses, temperatures: Temperatures, has_cont: bool, branches: List[int]) -> Dict[str, float]:
     """The SAC head's stats (keys above) from one step's ``SACLosses`` and the temperatures after the step;
     fast_sac and muzero_repr report the same keys.  One device sync for the scalars, one for the diagnostics."""
@@ -181,46 +192,19 @@ def sac_stats(out: SACLosses, temperatures: Temperatures, has_cont: bool, branch
         alpha_c = temperatures.log_alpha_cont.exp()
         alpha_d = temperatures.log_alpha_disc.exp()
         a_all = torch.cat([alpha_c, alpha_d]) if has_cont else alpha_d
-        vals = torch.stack(
-            [
-                out.policy_loss.detach(),
-                out.q1_loss.detach(),
-                out.q2_loss.detach(),
-                out.temperature_loss.detach(),
-                a_all.mean(),
-                alpha_c[0],
-                alpha_d.mean() if branches else alpha_c[0],
-                out.q_mean,
-                out.entropy,
-            ]
-        ).tolist()
-    stats = {
-        STAT_POLICY_LOSS: vals[0],
-        STAT_Q1_LOSS: vals[1],
-        STAT_Q2_LOSS: vals[2],
-        STAT_ENTCOEF_LOSS: vals[3],
-        STAT_ENTCOEF: vals[4],
-        STAT_Q_MEAN: vals[7],
-        STAT_ENTROPY: vals[8],
-    }
-    if has_cont:
-        stats[STAT_CONT_ENTCOEF] = vals[5]
-    if branches:
-        stats[STAT_DISC_ENTCOEF] = vals[6]
-    diag = out.diagnostics.tolist()
-    stats.update(
-        {
-            STAT_Q_ABS: diag[0],
-            STAT_Q_STD: diag[1],
-            STAT_TWIN_GAP: diag[2],
-            STAT_TARGET_MEAN: diag[3],
-            STAT_TARGET_DRIFT: diag[4],
+        scalars = {
+            STAT_POLICY_LOSS: out.policy_loss.detach(),
+            STAT_Q1_LOSS: out.q1_loss.detach(),
+            STAT_Q2_LOSS: out.q2_loss.detach(),
+            STAT_ENTCOEF_LOSS: out.temperature_loss.detach(),
+            STAT_ENTCOEF: a_all.mean(),
+            STAT_Q_MEAN: out.q_mean,
+            STAT_ENTROPY: out.entropy,
         }
-    )
-    if branches:
-        k = len(branches)
-        stats[STAT_BRANCH_MIN_BIAS] = diag[5]
-        for i in range(k):
-            stats[STAT_BRANCH_ENTROPY.format(i)] = diag[6 + i]
-            stats[STAT_BRANCH_ENTCOEF.format(i)] = diag[6 + k + i]
+        if has_cont:
+            scalars[STAT_CONT_ENTCOEF] = alpha_c[0]
+        if branches:
+            scalars[STAT_DISC_ENTCOEF] = alpha_d.mean()
+        stats = dict(zip(scalars, torch.stack(list(scalars.values())).tolist()))
+    stats.update(zip(_diagnostic_keys(len(branches)), out.diagnostics.tolist()))
     return stats

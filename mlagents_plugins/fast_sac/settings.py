@@ -4,14 +4,8 @@ from typing import Any, ClassVar
 import attr
 
 from mlagents.trainers.settings import ScheduleType
-from mlagents_plugins.offpolicy.settings import (
-    OffPolicyBaseSettings,
-    _fail,
-    positive_float,
-    positive_int,
-    strict_bool,
-    unit_interval,
-)
+from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
+from mlagents_plugins.validators import entropy_scale, optional_bool, positive_float, positive_int, strict_bool, unit_interval
 
 
 @attr.s(auto_attribs=True)
@@ -26,13 +20,13 @@ class FastSACSettings(OffPolicyBaseSettings):
     # Initial entropy temperature alpha, for continuous actions and every discrete branch.
     init_entcoef: float = attr.ib(default=1.0, validator=positive_float)
     # Target entropy = -scale * continuous action dims (SAC paper: scale 1).
-    continuous_target_entropy_scale: float = attr.ib(default=1.0)
+    continuous_target_entropy_scale: float = attr.ib(default=1.0, validator=entropy_scale)
     # Target entropy of a discrete branch = scale * log(branch size) (0.2 ~ epsilon-greedy 0.05).
     discrete_target_entropy_scale: float = attr.ib(default=0.2, validator=unit_interval)
     # Actor objective on min(Q1, Q2) (SAC-2 paper) instead of Q1 alone (TD3, ML-Agents' sac).  Q1 alone saves one
     # critic pass per update (~15% of the step); the targets use the twin minimum either way.  null = automatic:
     # min with discrete branches (measured on "branches": 0.82 vs 0.52 at 40k steps), Q1 for continuous-only.
-    actor_min_q: Any = attr.ib(default=None)  # Optional[bool] (Any: see offpolicy.settings.strict_bool)
+    actor_min_q: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).
     n_step: int = attr.ib(default=1, validator=positive_int)
     # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
@@ -52,20 +46,9 @@ class FastSACSettings(OffPolicyBaseSettings):
     # null = automatic: compile when every observation is a vector (Inductor's CPU convolutions measured
     # slower than eager on the camera scene: 14.9 vs 8.7 ms per update); true = always; false = never.
     # Where compiling fails (e.g. no C++ compiler) the update runs eagerly, with a warning.
-    compile_update: Any = attr.ib(default=None)  # Optional[bool] (Any: see offpolicy.settings.strict_bool)
+    compile_update: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
 
     def actor_uses_min_q(self, num_branches: int) -> bool:
         """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""
         return bool(self.actor_min_q) if self.actor_min_q is not None else num_branches > 0
-
-    @continuous_target_entropy_scale.validator
-    def _check_cont_scale(self, attribute: "attr.Attribute", value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -10.0 <= value <= 10.0:
-            _fail(attribute.name, value, "a number in [-10, 10]")
-
-    @actor_min_q.validator
-    @compile_update.validator
-    def _check_optional_bool(self, attribute: "attr.Attribute", value: Any) -> None:
-        if value is not None and not isinstance(value, bool):
-            _fail(attribute.name, value, "true, false or null (automatic)")
 

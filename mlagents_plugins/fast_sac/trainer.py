@@ -5,23 +5,20 @@ Intake, cadence and replay persistence live in ``OffPolicyTrainerBase``; the alg
 (``sequence_indices`` gives the next ``n - 1`` rows and whether they belong to the same segment), rewards per
 stream (extrinsic from the stored reward; intrinsic providers evaluated on the sampled rows), PER weights.
 """
-from typing import Dict, List, cast
+from typing import Dict, cast
 
 import numpy as np
 
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
-from mlagents.trainers.settings import TrainerSettings
-from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
-    ExtrinsicRewardProvider,
-)
 from mlagents.trainers.torch_entities.networks import SimpleActor
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents_envs.base_env import BehaviorSpec
 
 from mlagents_plugins.fast_kernels import fuse_swish_
-from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
+from mlagents_plugins.fast_sac import losses
 from mlagents_plugins.fast_sac.batch import sample_starts, window_batch
 from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer, SACBatch
 from mlagents_plugins.fast_sac.settings import FastSACSettings
@@ -31,19 +28,8 @@ STAT_PER_BETA = "Replay/PER Beta"
 
 
 class FastSACTrainer(OffPolicyTrainerBase):
-    def __init__(
-        self,
-        behavior_name: str,
-        reward_buff_cap: int,
-        trainer_settings: TrainerSettings,
-        training: bool,
-        load: bool,
-        seed: int,
-        artifact_path: str,
-    ):
-        super().__init__(behavior_name, reward_buff_cap, trainer_settings, training, load, seed, artifact_path)
-        self.hyperparameters: FastSACSettings = cast(FastSACSettings, trainer_settings.hyperparameters)
-        self.optimizer: FastSACOptimizer = None  # type: ignore
+    hyperparameters: FastSACSettings
+    optimizer: FastSACOptimizer
 
     @staticmethod
     def get_trainer_name() -> str:
@@ -87,25 +73,14 @@ class FastSACTrainer(OffPolicyTrainerBase):
 
     def _stream_rewards(self, idx: np.ndarray, window: Dict[str, np.ndarray]) -> np.ndarray:
         """[B, N, S] rewards per stream; intrinsic providers evaluated on the window's rows (one AgentBuffer)."""
-        out: List[np.ndarray] = []
-        intrinsic_buf = None
-        for name in self.optimizer.stream_names:
-            signal = self.optimizer.reward_signals[name]
-            if isinstance(signal, ExtrinsicRewardProvider):
-                out.append(window[R.REWARD] * np.float32(signal.strength))
-            else:
-                if intrinsic_buf is None:
-                    intrinsic_buf = R.rows_to_agent_buffer(self.policy.behavior_spec, self.replay.gather(idx.reshape(-1)))
-                r = np.asarray(signal.evaluate(intrinsic_buf), np.float32) * np.float32(signal.strength)
-                out.append(r.reshape(idx.shape))
-        return np.stack(out, axis=-1).astype(np.float32, copy=False)
+        return self.stream_rewards(window[offpolicy_rows.REWARD], lambda: self.replay.gather(idx.reshape(-1)))
 
     def update_once(self) -> Dict[str, float]:
         batch = self.sample_batch()
         stats, td_abs = self.optimizer.update(batch)
         if self.hyperparameters.prioritized_replay:
             hp = self.hyperparameters
-            pri = (td_abs.detach().cpu().numpy().astype(np.float64) + hp.per_epsilon) ** hp.per_alpha
-            self.replay.update_priorities(self._last_indices, pri)
+            pri = losses.per_priorities(td_abs.detach().double(), hp.per_alpha, hp.per_epsilon)
+            self.replay.update_priorities(self._last_indices, pri.cpu().numpy())
             stats[STAT_PER_BETA] = self.per_beta()
         return stats

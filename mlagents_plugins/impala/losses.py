@@ -24,6 +24,8 @@ from typing import NamedTuple, Optional
 
 from mlagents.torch_utils import torch
 
+from mlagents_plugins.tensor_utils import check_shape, masked_mean
+
 
 class VTraceReturns(NamedTuple):
     """Outputs of :func:`vtrace` (all ``[T, B]``, no gradient)."""
@@ -42,10 +44,7 @@ class ImportanceStats(NamedTuple):
 
 
 def _check_time_major(name: str, x: torch.Tensor, shape: torch.Size) -> None:
-    if x.dim() != 2 or x.shape != shape:
-        raise ValueError(
-            f"{name} must be time-major [T, B] = {list(shape)}, got shape {list(x.shape)}"
-        )
+    check_shape(f"{name} (time-major [T, B])", x, tuple(shape))
 
 
 def _check_clip(name: str, value: Optional[float]) -> None:
@@ -159,10 +158,6 @@ def log_importance_ratio(target_log_probs: torch.Tensor, behaviour_log_probs: to
     return target_log_probs.sum(dim=1) - behaviour_log_probs.sum(dim=1)
 
 
-def _masked_mean(x: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
-    return (x * mask_t).sum() / torch.clamp(mask_t.sum(), min=1.0)
-
-
 def standardize(x_t: torch.Tensor, mask_t: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """``(x - mean) / std`` over real steps (padding stays 0); optional advantage normalisation."""
     _check_time_major("x_t", x_t, mask_t.shape)
@@ -176,7 +171,7 @@ def policy_gradient_loss(log_pi_t: torch.Tensor, pg_advantage_t: torch.Tensor, m
     """``-mean(log pi(a_t|x_t) * A_t)`` over real steps; the advantage is a constant (paper sec. 4.2)."""
     _check_time_major("log_pi_t", log_pi_t, mask_t.shape)
     _check_time_major("pg_advantage_t", pg_advantage_t, mask_t.shape)
-    return -_masked_mean(log_pi_t * pg_advantage_t.detach(), mask_t)
+    return -masked_mean(log_pi_t * pg_advantage_t.detach(), mask_t)
 
 
 def clipped_surrogate_loss(
@@ -204,7 +199,7 @@ def clipped_surrogate_loss(
     ratio_t = torch.exp(log_pi_t - log_mu_t.detach())
     a_t = advantage_t.detach()
     surrogate_t = torch.min(ratio_t * a_t, torch.clamp(ratio_t, 1.0 - epsilon, 1.0 + epsilon) * a_t)
-    return -_masked_mean(surrogate_t, mask_t)
+    return -masked_mean(surrogate_t, mask_t)
 
 
 def fraction_outside_clip(log_rho_t: torch.Tensor, mask_t: torch.Tensor, epsilon: float) -> float:
@@ -222,17 +217,17 @@ def approx_kl(log_rho_t: torch.Tensor, mask_t: torch.Tensor) -> float:
     _check_time_major("log_rho_t", log_rho_t, mask_t.shape)
     with torch.no_grad():
         log_rho = log_rho_t.detach()
-        return float(_masked_mean(torch.expm1(log_rho) - log_rho, mask_t))
+        return float(masked_mean(torch.expm1(log_rho) - log_rho, mask_t))
 
 
 def baseline_loss(v_tm1: torch.Tensor, vs: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
     """``0.5 * mean((v_s - V(x_s))^2)`` over real steps; the target ``v_s`` gets no gradient."""
     _check_time_major("v_tm1", v_tm1, mask_t.shape)
     _check_time_major("vs", vs, mask_t.shape)
-    return 0.5 * _masked_mean((vs.detach() - v_tm1) ** 2, mask_t)
+    return 0.5 * masked_mean((vs.detach() - v_tm1) ** 2, mask_t)
 
 
 def entropy_loss(entropy_t: torch.Tensor, mask_t: torch.Tensor) -> torch.Tensor:
     """``-mean(H(pi(.|x_t)))`` over real steps: minimising it raises the entropy."""
     _check_time_major("entropy_t", entropy_t, mask_t.shape)
-    return -_masked_mean(entropy_t, mask_t)
+    return -masked_mean(entropy_t, mask_t)

@@ -1,4 +1,5 @@
-"""IMPALA trainer: intake of trajectories, cutting into pieces, batching and update cadence.
+"""IMPALA trainer (on ``trainer_base.PluginTrainerBase``): intake of trajectories, cutting into pieces, batching
+and update cadence.
 
 The learning itself lives in ``TorchImpalaOptimizer``.  Cadence: whenever never-used pieces holding at
 least ``batch_size`` steps wait in the queue, the learner takes the oldest of them (``batch_size`` steps'
@@ -8,7 +9,7 @@ between the policy that acted (possibly many updates old with ``threaded: true``
 copies) and the one learning.
 """
 from collections import defaultdict
-from typing import Any, Dict, List, Type, Union, cast
+from typing import Any, Dict, List, Type, Union
 
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
@@ -16,16 +17,13 @@ from mlagents_envs.logging_util import get_logger
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.buffer import BufferKey, RewardSignalUtil
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
-from mlagents.trainers.policy.policy import Policy
-from mlagents.trainers.settings import RewardSignalType, TrainerSettings
+from mlagents.trainers.settings import RewardSignalType
 from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
-from mlagents.trainers.trainer.rl_trainer import RLTrainer
 from mlagents.trainers.trajectory import Trajectory
 
 from mlagents_plugins.fast_kernels import fuse_swish_
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
-from mlagents_plugins.torch_device import bind_thread_to_default_device
-from mlagents_plugins.trainer_checks import reject_recurrent_policy
+from mlagents_plugins.trainer_base import PluginTrainerBase
 from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_trajectory, make_batch, merge_sources
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
@@ -41,33 +39,19 @@ STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after
 STAT_VERSION_UNMATCHED = "IMPALA/Unmatched Acting Version"  # fraction of steps whose acting version is unknown
 
 
-class ImpalaTrainer(RLTrainer):
-    def __init__(
-        self,
-        behavior_name: str,
-        reward_buff_cap: int,
-        trainer_settings: TrainerSettings,
-        training: bool,
-        load: bool,
-        seed: int,
-        artifact_path: str,
-    ):
-        reject_recurrent_policy(behavior_name, trainer_settings)
-        super().__init__(behavior_name, trainer_settings, training, load, artifact_path, reward_buff_cap)
-        self.hyperparameters: ImpalaSettings = cast(ImpalaSettings, self.trainer_settings.hyperparameters)
-        self.seed = seed
-        self.policy: ImpalaPolicy = None  # type: ignore
-        self.optimizer: TorchImpalaOptimizer = None  # type: ignore
-        self.piece_queue = PieceQueue(self.hyperparameters.buffer_size, self.hyperparameters.max_reuse, seed)
+class ImpalaTrainer(PluginTrainerBase):
+    hyperparameters: ImpalaSettings
+    policy: ImpalaPolicy
+    optimizer: TorchImpalaOptimizer
+
+    def __init__(self, *args, **kwargs):  # the arguments of ``PluginTrainerBase``
+        super().__init__(*args, **kwargs)
+        self.piece_queue = PieceQueue(self.hyperparameters.buffer_size, self.hyperparameters.max_reuse, self.seed)
         # Learned reward signals (curiosity, RND, GAIL) train on the same batches as the policy.
         self._learned_reward_signals = any(
             key != RewardSignalType.EXTRINSIC for key in self.trainer_settings.reward_signals
         )
         self._reported_dropped = 0
-
-    def advance(self) -> None:
-        bind_thread_to_default_device()  # no-op on CPU and after the first call in a thread
-        super().advance()
 
     # ---- intake -------------------------------------------------------------------------------
     def _process_trajectory(self, trajectory: Trajectory) -> None:
@@ -152,25 +136,6 @@ class ImpalaTrainer(RLTrainer):
         policy = ImpalaPolicy(self.seed, behavior_spec, self.trainer_settings.network_settings, actor_cls, actor_kwargs)
         fuse_swish_(policy.actor)  # same function, one kernel; parameters and ONNX nodes unchanged
         return policy
-
-    def add_policy(self, parsed_behavior_id: BehaviorIdentifiers, policy: Policy) -> None:
-        if self.policy:
-            logger.warning(
-                "Your environment contains multiple teams, but the impala trainer does not support "
-                "adversarial games. Enable self-play to train adversarial games."
-            )
-        self.policy = cast(ImpalaPolicy, policy)
-        self.policies[parsed_behavior_id.behavior_id] = policy
-        self.optimizer = cast(TorchImpalaOptimizer, self.create_optimizer())
-        for name in self.optimizer.reward_signals.keys():
-            self.collected_rewards[name] = defaultdict(lambda: 0)
-        self.model_saver.register(self.policy)
-        self.model_saver.register(self.optimizer)
-        self.model_saver.initialize_or_load()
-        self._step = policy.get_current_step()
-
-    def get_policy(self, name_behavior_id: str) -> Policy:
-        return self.policy
 
     @staticmethod
     def get_trainer_name() -> str:

@@ -10,18 +10,14 @@ import attr
 from mlagents.trainers.settings import OffPolicyHyperparamSettings
 
 from mlagents_plugins import config_compat as compat
-from mlagents_plugins.validators import (  # noqa: F401  (re-exported for the settings built on these)
+from mlagents_plugins.validators import (
     fail,
     non_negative_int,
     positive_float,
     positive_int,
     strict_bool,
-    unit_interval,
 )
 
-
-# The validators live in mlagents_plugins.validators; the names below are what the trainers' settings import.
-_fail = fail
 
 @attr.s(auto_attribs=True)
 class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
@@ -65,4 +61,4 @@ class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
     @init_replay_from.validator
     def _check_init_replay(self, attribute: "attr.Attribute", value: Any) -> None:
         if value is not None and (not isinstance(value, str) or not value.strip()):
-            _fail(attribute.name, value, "a replay file path or a run id (a non-empty string), or null")
+            fail(attribute.name, value, "a replay file path or a run id (a non-empty string), or null")

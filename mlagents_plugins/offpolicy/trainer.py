@@ -1,4 +1,5 @@
-"""``OffPolicyTrainerBase``: trajectory intake into a ``ReplayBuffer``, update cadence, replay persistence, stats.
+"""``OffPolicyTrainerBase`` (on ``trainer_base.PluginTrainerBase``): trajectory intake into a ``ReplayBuffer``,
+update cadence, replay persistence, stats, reward streams of replayed rows (``stream_rewards``).
 
 Subclasses (fast_sac, taac, muzero_repr) provide:
 
@@ -29,33 +30,29 @@ run then saves nothing on its way out, so the file stays byte-identical, never r
 import abc
 import os
 from collections import defaultdict
-from typing import Dict, List, Optional, cast
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.buffer import AgentBuffer, BufferKey
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.policy import Policy
 from mlagents.trainers.policy.checkpoint_manager import ModelCheckpoint
-from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
     ExtrinsicRewardProvider,
 )
-from mlagents.trainers.trainer.rl_trainer import RLTrainer
 from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents_envs.timers import hierarchical_timer, timed
 
-from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.atomic_checkpoint import CheckpointSaveError
 from mlagents_plugins.replay.errors import ReplayFileError, ReplaySaveError, resume_failure
-from mlagents_plugins.torch_device import bind_thread_to_default_device
-from mlagents_plugins.trainer_checks import reject_recurrent_policy
+from mlagents_plugins.trainer_base import PluginTrainerBase
 from mlagents_plugins.replay.specs import FieldSpec
 
 logger = get_logger(__name__)
@@ -87,25 +84,14 @@ def nonfinite_input(trajectory: Trajectory) -> Optional[str]:
     return None
 
 
-class OffPolicyTrainerBase(RLTrainer, abc.ABC):
+class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
     """Replay-buffer trainer skeleton; see the module docstring for what subclasses implement."""
 
-    def __init__(
-        self,
-        behavior_name: str,
-        reward_buff_cap: int,
-        trainer_settings: TrainerSettings,
-        training: bool,
-        load: bool,
-        seed: int,
-        artifact_path: str,
-    ):
-        super().__init__(behavior_name, trainer_settings, training, load, artifact_path, reward_buff_cap)
-        reject_recurrent_policy(behavior_name, trainer_settings)
-        self.hyperparameters: OffPolicyBaseSettings = cast(OffPolicyBaseSettings, trainer_settings.hyperparameters)
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-        self.policy: Policy = None  # type: ignore
+    hyperparameters: OffPolicyBaseSettings
+
+    def __init__(self, *args, **kwargs):  # the arguments of ``PluginTrainerBase``
+        super().__init__(*args, **kwargs)
+        self.rng = np.random.default_rng(self.seed)
         self.replay: Optional[ReplayBuffer] = None
         self.num_updates = 0
         self.num_reward_signal_updates = 0
@@ -120,11 +106,11 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
     # ------------------------------------------------------------------ subclass interface
     def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
         """Replay layout; default the standard transition row (``offpolicy.rows``)."""
-        return R.transition_fields(spec)
+        return offpolicy_rows.transition_fields(spec)
 
     def trajectory_to_rows(self, trajectory: Trajectory, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
         """Rows of one trajectory chunk (one replay segment); default the standard transition rows."""
-        return R.trajectory_to_rows(self.policy.behavior_spec, trajectory, agent_buffer)
+        return offpolicy_rows.trajectory_to_rows(self.policy.behavior_spec, trajectory, agent_buffer)
 
     def step_extras(self, spec: BehaviorSpec) -> Optional[StepExtras]:
         """Per-step extras this trainer's policy records (stored as replay columns), or None (default)."""
@@ -162,24 +148,7 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         """Sample from ``self.replay`` and take one gradient step; return stats to report (mean per summary)."""
 
     # ------------------------------------------------------------------ policy / buffer setup
-    def get_policy(self, name_behavior_id: str) -> Policy:
-        return self.policy
-
-    def add_policy(self, parsed_behavior_id: BehaviorIdentifiers, policy: Policy) -> None:
-        if self.policy:
-            logger.warning(
-                f"Your environment contains multiple teams, but {self.__class__.__name__} doesn't support "
-                "adversarial games. Enable self-play to train adversarial games."
-            )
-        self.policy = policy
-        self.policies[parsed_behavior_id.behavior_id] = policy
-        self.optimizer = self.create_optimizer()
-        for name in self.optimizer.reward_signals.keys():
-            self.collected_rewards[name] = defaultdict(lambda: 0)
-        self.model_saver.register(self.policy)
-        self.model_saver.register(self.optimizer)
-        self.model_saver.initialize_or_load()
-        self._step = policy.get_current_step()
+    def after_add_policy(self, policy: Policy) -> None:
         self.replay = ReplayBuffer(
             self.hyperparameters.buffer_size, self.replay_layout(policy.behavior_spec), prioritized=self.prioritized_replay
         )
@@ -379,7 +348,6 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
         return updated
 
     def advance(self) -> None:
-        bind_thread_to_default_device()  # threaded: true runs this in the trainer's own thread
         super().advance()
         # Steps collected before the buffer could serve a batch owe no updates (no burst once it can).
         if self.replay is not None and self.replay.size < self.hyperparameters.batch_size:
@@ -388,10 +356,28 @@ class OffPolicyTrainerBase(RLTrainer, abc.ABC):
                 self.num_reward_signal_updates, self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
             )
 
+    def stream_rewards(self, reward: np.ndarray, rows: Callable[[], Dict[str, np.ndarray]]) -> np.ndarray:
+        """``[*reward.shape, S]`` float32 rewards of each of the optimizer's ``stream_names``, scaled by the
+        provider's strength, for replayed rows whose stored reward is ``reward`` (any shape): the extrinsic
+        stream is the stored reward; any other provider is evaluated on ``rows()`` (the same rows, flat, as
+        ``ReplayBuffer.gather`` returns them; called at most once, only if such a provider exists)."""
+        agent_buffer = None
+        out: List[np.ndarray] = []
+        for name in self.optimizer.stream_names:
+            signal = self.optimizer.reward_signals[name]
+            if isinstance(signal, ExtrinsicRewardProvider):
+                r = reward
+            else:
+                if agent_buffer is None:
+                    agent_buffer = offpolicy_rows.rows_to_agent_buffer(self.policy.behavior_spec, rows())
+                r = np.asarray(signal.evaluate(agent_buffer), np.float32).reshape(reward.shape)
+            out.append(np.asarray(r, np.float32) * np.float32(signal.strength))
+        return np.stack(out, axis=-1)
+
     def update_reward_signals_once(self) -> Dict[str, float]:
         """One update of every intrinsic reward provider on its own uniformly sampled minibatch."""
         idx = self.replay.sample_indices(self.hyperparameters.batch_size, self.rng)
-        batch = R.rows_to_agent_buffer(self.policy.behavior_spec, self.replay.gather(idx))
+        batch = offpolicy_rows.rows_to_agent_buffer(self.policy.behavior_spec, self.replay.gather(idx))
         out: Dict[str, float] = {}
         for signal in self.optimizer.reward_signals.values():
             if not isinstance(signal, ExtrinsicRewardProvider):

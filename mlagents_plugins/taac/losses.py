@@ -9,16 +9,10 @@ from typing import NamedTuple, Optional, Tuple
 
 from mlagents.torch_utils import torch
 
+from mlagents_plugins.tensor_utils import check_same_shape, masked_mean
+
 # Smallest switch temperature used in a division; below it the switch is (numerically) greedy.
 MIN_SWITCH_TEMPERATURE = 1e-10
-
-
-def _check_same_shape(what: str, **tensors: torch.Tensor) -> None:
-    if torch.jit.is_tracing():  # ONNX export: shapes are symbolic there and were checked in eager runs
-        return
-    shapes = {name: tuple(int(d) for d in t.shape) for name, t in tensors.items()}
-    if len(set(shapes.values())) != 1:
-        raise ValueError(f"{what}: all inputs need the same shape, got {shapes}")
 
 
 class SwitchDistribution(NamedTuple):
@@ -45,7 +39,7 @@ def switch_distribution(
     hi]``) bounds ``A`` first (ALF's ``b1_advantage_clipping``), which caps how sure the switch can become
     from a possibly over-estimated critic.
     """
-    _check_same_shape("switch_distribution", q_keep_t=q_keep_t, q_new_t=q_new_t)
+    check_same_shape("switch_distribution", q_keep_t=q_keep_t, q_new_t=q_new_t)
     advantage = q_new_t - q_keep_t
     if advantage_clipping is not None:
         lo, hi = advantage_clipping
@@ -67,7 +61,7 @@ def expected_switch_value(p_switch_t: torch.Tensor, q_keep_t: torch.Tensor, q_ne
     ``q_*`` may carry trailing reward-stream dims beyond ``p_switch_t``'s shape; ``p_switch_t`` is
     broadcast over them.
     """
-    _check_same_shape("expected_switch_value", q_keep_t=q_keep_t, q_new_t=q_new_t)
+    check_same_shape("expected_switch_value", q_keep_t=q_keep_t, q_new_t=q_new_t)
     if tuple(q_keep_t.shape[: p_switch_t.dim()]) != tuple(p_switch_t.shape):
         raise ValueError(
             f"expected_switch_value: p_switch_t shape {tuple(p_switch_t.shape)} must prefix q shape "
@@ -80,7 +74,7 @@ def expected_switch_value(p_switch_t: torch.Tensor, q_keep_t: torch.Tensor, q_ne
 def compare_through_returns(
     r_t: torch.Tensor,
     discount_t: torch.Tensor,
-    v_tp1: torch.Tensor,
+    v_t: torch.Tensor,
     switch_t: torch.Tensor,
     done_t: torch.Tensor,
     valid_t: torch.Tensor,
@@ -92,26 +86,21 @@ def compare_through_returns(
     long as the rollout and a freshly sampled switch both kept the trajectory (then the current policy
     would have executed the same action), and bootstraps at the first step where either switched:
 
-        G_t = r_t + discount_t * ( v_tp1[t]  if cut after t  else  G_{t+1} )
+        G_t = r_t + discount_t * ( v_t[t]  if cut after t  else  G_{t+1} )
 
     "cut after t" holds when ``switch_t[t+1]`` (rollout switch OR fresh switch at ``t+1``) is set, when
     the episode ended at ``t`` (``done_t``), when row ``t+1`` is not valid, or at the window's last row.
 
     :param r_t: reward after acting at ``t``.
     :param discount_t: ``gamma * (1 - terminal_t)``: 0 cuts the return at a real terminal; a time-out
-        keeps ``gamma`` and so bootstraps from ``v_tp1`` (computed at the final observation).
-    :param v_tp1: ``E_beta[Q_target(s_{t+1}, .)]`` with ``tau^- = tau_t``.
+        keeps ``gamma`` and so bootstraps from ``v_t`` (computed at the final observation).
+    :param v_t: ``E_beta[Q_target(s_{t+1}, .)]`` with ``tau^- = tau_t``: the value at the end of row ``t``'s transition.
     :param switch_t: rollout switch OR fresh switch at row ``t`` (only rows ``1..L-1`` matter).
     :param done_t: episode ended after row ``t`` (terminal or time-out).
     :param valid_t: row exists in the window (``ReplayBuffer.sequence_indices``); invalid rows get 0.
     """
-    _check_same_shape(
-        "compare_through_returns",
-        r_t=r_t,
-        discount_t=discount_t,
-        v_tp1=v_tp1,
-        switch_t=switch_t,
-        done_t=done_t,
+    check_same_shape(
+        "compare_through_returns", r_t=r_t, discount_t=discount_t, v_t=v_t, switch_t=switch_t, done_t=done_t,
         valid_t=valid_t,
     )
     if r_t.dim() != 2 or r_t.shape[1] < 1:
@@ -127,7 +116,7 @@ def compare_through_returns(
     g_tp1 = torch.zeros_like(r_t[:, 0])
     with torch.no_grad():
         for t in reversed(range(length)):
-            carry = torch.where(cut_t[:, t], v_tp1[:, t], g_tp1)
+            carry = torch.where(cut_t[:, t], v_t[:, t], g_tp1)
             g_t = r_t[:, t] + discount_t[:, t] * carry
             g_t = torch.where(valid[:, t], g_t, torch.zeros_like(g_t))
             returns[:, t] = g_t
@@ -135,22 +124,16 @@ def compare_through_returns(
     return returns
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    _check_same_shape("masked_mean", x=x, mask=mask)
-    m = mask.to(x.dtype)
-    return (x * m).sum() / torch.clamp(m.sum(), min=1.0)
+def critic_loss(q_tm1: torch.Tensor, g_t: torch.Tensor, valid_t: torch.Tensor) -> torch.Tensor:
+    """Sum over critic replicas of ``0.5 * mean (Q_i(s_t, tau_t) - G_t)^2`` on valid rows (``q_tm1``: at the row's start).
 
-
-def critic_loss(q_t: torch.Tensor, g_t: torch.Tensor, valid_t: torch.Tensor) -> torch.Tensor:
-    """Sum over critic replicas of ``0.5 * mean (Q_i(s_t, tau_t) - G_t)^2`` on valid rows.
-
-    :param q_t: ``[R, *S]`` replica estimates; ``g_t`` and ``valid_t`` are ``[*S]``.  Targets are detached.
+    :param q_tm1: ``[R, *S]`` replica estimates; ``g_t`` and ``valid_t`` are ``[*S]``.  Targets are detached.
     """
-    if q_t.dim() < 1 or tuple(q_t.shape[1:]) != tuple(g_t.shape):
-        raise ValueError(f"critic_loss: q_t must be [R, *g_t.shape], got {tuple(q_t.shape)} and {tuple(g_t.shape)}")
-    _check_same_shape("critic_loss", g_t=g_t, valid_t=valid_t)
+    if q_tm1.dim() < 1 or tuple(q_tm1.shape[1:]) != tuple(g_t.shape):
+        raise ValueError(f"critic_loss: q_tm1 must be [R, *g_t.shape], got {tuple(q_tm1.shape)} and {tuple(g_t.shape)}")
+    check_same_shape("critic_loss", g_t=g_t, valid_t=valid_t)
     g = g_t.detach()
-    return sum(0.5 * masked_mean((q_t[i] - g) ** 2, valid_t) for i in range(q_t.shape[0]))
+    return sum(0.5 * masked_mean((q_tm1[i] - g) ** 2, valid_t) for i in range(q_tm1.shape[0]))
 
 
 def actor_loss(
@@ -166,7 +149,7 @@ def actor_loss(
     proposal the switch would reject anyway gets little push.  ``beta_1`` and ``alpha_a`` are constants
     here (detached); the gradient reaches the actor through ``x`` inside ``q_new_t`` and ``log_pi_t``.
     """
-    _check_same_shape("actor_loss", log_pi_t=log_pi_t, q_new_t=q_new_t, p_switch_t=p_switch_t, mask_t=mask_t)
+    check_same_shape("actor_loss", log_pi_t=log_pi_t, q_new_t=q_new_t, p_switch_t=p_switch_t, mask_t=mask_t)
     per_row = alpha_action.detach() * log_pi_t - p_switch_t.detach() * q_new_t
     return masked_mean(per_row, mask_t)
 
@@ -175,7 +158,7 @@ def temperature_loss(
     log_alpha: torch.Tensor, entropy_t: torch.Tensor, target_entropy: float, mask_t: torch.Tensor
 ) -> torch.Tensor:
     """``log_alpha * mean(H - H_target)`` (entropy detached): raises alpha when entropy is below target."""
-    _check_same_shape("temperature_loss", entropy_t=entropy_t, mask_t=mask_t)
+    check_same_shape("temperature_loss", entropy_t=entropy_t, mask_t=mask_t)
     if log_alpha.dim() != 0:
         raise ValueError(f"temperature_loss: log_alpha must be a scalar, got shape {tuple(log_alpha.shape)}")
     return log_alpha * masked_mean(entropy_t.detach() - target_entropy, mask_t)

@@ -19,10 +19,9 @@ from mlagents.trainers.torch_entities.networks import Actor, NetworkBody, ValueN
 from mlagents.trainers.buffer import AgentBuffer
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.taac import losses, trajectories as T
+from mlagents_plugins.taac import losses, trajectories
 from mlagents_plugins.taac.trajectories import TrajectoryKind
-
-LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+from mlagents_plugins.tensor_utils import tanh_gaussian_log_prob
 
 
 class TaacCritic(nn.Module):
@@ -112,7 +111,7 @@ class TaacActor(nn.Module, Actor):
         self.inverse_mode = inverse_mode
         self.max_repeat_steps = int(max_repeat_steps)
         self.advantage_clipping = advantage_clipping
-        self.tau_size = T.trajectory_size(kind, self.action_size)
+        self.tau_size = trajectories.trajectory_size(kind, self.action_size)
         self._memory_size = self.tau_size + 2
         self.version_number = nn.Parameter(torch.Tensor([self.MODEL_EXPORT_VERSION]), requires_grad=False)
         self.memory_size_vector = nn.Parameter(torch.Tensor([int(self._memory_size)]), requires_grad=False)
@@ -154,18 +153,15 @@ class TaacActor(nn.Module, Actor):
         noise = torch.randn_like(mean)
         u = mean + noise * std
         x = torch.tanh(u)
-        # log N(u; mean, std) - log |d tanh(u) / du|, with log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)).
-        log_normal = -0.5 * noise ** 2 - torch.log(std) - LOG_SQRT_2PI
-        log_det = 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
-        return Proposal(x, (log_normal - log_det).sum(dim=-1))
+        return Proposal(x, tanh_gaussian_log_prob(u, noise, torch.log(std)))
 
     def switch_candidates(
         self, x: torch.Tensor, tau_prev: torch.Tensor
     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(tau_keep, tau_new)``: advance ``tau^-`` one step (b=0) or start from the proposal (b=1)."""
         return (
-            T.advance(tau_prev, self.kind, self.action_size),
-            T.from_proposal(x, tau_prev, self.kind, self.inverse_mode),
+            trajectories.advance(tau_prev, self.kind, self.action_size),
+            trajectories.from_proposal(x, tau_prev, self.kind, self.inverse_mode),
         )
 
     def switch_temperature(self) -> torch.Tensor:
@@ -188,11 +184,11 @@ class TaacActor(nn.Module, Actor):
             b = dist.advantage > 0
         else:
             b = torch.rand_like(dist.p_switch) < dist.p_switch
-        b = T.force_switch(b, repeats_prev, self.max_repeat_steps)
-        tau = T.select(b, tau_keep, tau_new)
-        repeats = T.next_repeats(b, repeats_prev)
+        b = trajectories.force_switch(b, repeats_prev, self.max_repeat_steps)
+        tau = trajectories.select(b, tau_keep, tau_new)
+        repeats = trajectories.next_repeats(b, repeats_prev)
         memory_out = torch.cat([tau, b.to(tau.dtype).unsqueeze(1), repeats.unsqueeze(1)], dim=1)
-        return ActStep(tau_prev, tau, b, repeats, T.action_of(tau, self.action_size), dist.p_switch, memory_out)
+        return ActStep(tau_prev, tau, b, repeats, trajectories.action_of(tau, self.action_size), dist.p_switch, memory_out)
 
     def forward(
         self,

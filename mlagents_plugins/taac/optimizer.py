@@ -28,6 +28,7 @@ from mlagents_plugins.taac import losses, stats
 from mlagents_plugins.taac.networks import TaacActor, TaacCritic
 from mlagents_plugins.taac.policy import TaacPolicy
 from mlagents_plugins.taac.settings import TaacSettings
+from mlagents_plugins.tensor_utils import frozen, stream_discounts
 
 
 class TaacBatch(NamedTuple):
@@ -57,7 +58,7 @@ class TaacOptimizer(TorchOptimizer):
     def __init__(self, policy: TaacPolicy, trainer_settings: TrainerSettings):
         super().__init__(policy, trainer_settings)
         self.hyperparameters: TaacSettings = trainer_settings.hyperparameters  # type: ignore[assignment]
-        h = self.hyperparameters
+        hp = self.hyperparameters
         self.actor: TaacActor = policy.actor
         fuse_swish_(self.actor)  # same function, one kernel (mlagents_plugins/fast_kernels.py); before the target copy
         self.q_networks: TaacCritic = self.actor.critic
@@ -71,16 +72,16 @@ class TaacOptimizer(TorchOptimizer):
         self.use_done = torch.tensor(
             [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names], dtype=torch.float32
         )
-        self.action_target_entropy = -h.action_target_entropy_scale * self.actor.action_size
-        self.switch_target_entropy = float(h.switch_target_entropy)
+        self.action_target_entropy = -hp.action_target_entropy_scale * self.actor.action_size
+        self.switch_target_entropy = float(hp.switch_target_entropy)
         self.decay_learning_rate = ModelUtils.DecayedValue(
-            h.learning_rate_schedule, h.learning_rate, 1e-10, trainer_settings.max_steps
+            hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
         )
         adam = fused_adam_kwargs(default_device())
-        self.actor_optimizer = torch.optim.Adam(self.actor.actor_parameters(), lr=h.learning_rate, **adam)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=h.learning_rate, **adam)
+        self.actor_optimizer = torch.optim.Adam(self.actor.actor_parameters(), lr=hp.learning_rate, **adam)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=hp.learning_rate, **adam)
         self.temperature_optimizer = torch.optim.Adam(
-            [self.actor.log_alpha_action, self.actor.log_alpha_switch], lr=h.learning_rate, **adam
+            [self.actor.log_alpha_action, self.actor.log_alpha_switch], lr=hp.learning_rate, **adam
         )
         # Gradient updates taken (times the target updates: every ``target_update_period``-th one).
         self.num_updates = 0
@@ -100,19 +101,19 @@ class TaacOptimizer(TorchOptimizer):
         for online, target in zip(self.critic.replicas, self.target_critic.replicas):
             target.network_body.copy_normalization(online.network_body)
 
-    def stream_targets(self, batch: TaacBatch, v_tp1: torch.Tensor, fresh_switch: torch.Tensor) -> torch.Tensor:
+    def stream_targets(self, batch: TaacBatch, v_t: torch.Tensor, fresh_switch: torch.Tensor) -> torch.Tensor:
         """``[B, L, K]`` compare-through targets, per stream with its own gamma (and done handling).
 
-        :param v_tp1: ``[B, L, K]`` bootstrap values at ``s_{t+1}``; :param fresh_switch: ``[B, L]`` bool.
+        :param v_t: ``[B, L, K]`` bootstrap values at ``s_{t+1}``; :param fresh_switch: ``[B, L]`` bool.
         """
         switch_t = batch.switch.bool() | fresh_switch.bool()
-        terminal = batch.terminal.float()
+        discount_t = stream_discounts(self.gammas, batch.terminal.float(), self.use_done)  # [B, L, K]
         return torch.stack(
             [
                 losses.compare_through_returns(
                     batch.rewards[..., k],
-                    self.gammas[k] * (1.0 - terminal * self.use_done[k]),
-                    v_tp1[..., k],
+                    discount_t[..., k],
+                    v_t[..., k],
                     switch_t,
                     batch.terminal,
                     batch.valid,
@@ -123,7 +124,7 @@ class TaacOptimizer(TorchOptimizer):
         )
 
     def update(self, batch: TaacBatch, num_sequences: int = 0) -> Dict[str, float]:  # type: ignore[override]
-        h = self.hyperparameters
+        hp = self.hyperparameters
         actor, critic = self.actor, self.critic
         B, L = batch.valid.shape
         n = B * L
@@ -138,11 +139,8 @@ class TaacOptimizer(TorchOptimizer):
         # 1. Current rows: proposal, switch, actor loss (critic weights frozen: the gradient reaches x only).
         prop = actor.propose(obs, tau_prev, deterministic=False)
         tau_keep, tau_new = actor.switch_candidates(prop.x, tau_prev)
-        critic.requires_grad_(False)
-        try:
+        with frozen(critic):
             q_new = critic.total(obs, tau_new)
-        finally:
-            critic.requires_grad_(True)
         with torch.no_grad():
             q_keep = critic.total(obs, tau_keep)
             dist = losses.switch_distribution(q_keep, q_new.detach(), switch_temp, clip)
@@ -151,22 +149,22 @@ class TaacOptimizer(TorchOptimizer):
 
         # 2. Bootstrap values at s_{t+1} with tau^- = tau_t.
         with torch.no_grad():
-            prop_tp1 = actor.propose(next_obs, tau, deterministic=False)
-            keep_tp1, new_tp1 = actor.switch_candidates(prop_tp1.x, tau)
-            dist_tp1 = losses.switch_distribution(
-                critic.total(next_obs, keep_tp1), critic.total(next_obs, new_tp1), switch_temp, clip
+            prop_t = actor.propose(next_obs, tau, deterministic=False)
+            keep_t, new_t = actor.switch_candidates(prop_t.x, tau)
+            dist_t = losses.switch_distribution(
+                critic.total(next_obs, keep_t), critic.total(next_obs, new_t), switch_temp, clip
             )
-            v_tp1 = losses.expected_switch_value(
-                dist_tp1.p_switch,
-                TaacCritic.pessimistic(self.target_critic(next_obs, keep_tp1)),
-                TaacCritic.pessimistic(self.target_critic(next_obs, new_tp1)),
+            v_t = losses.expected_switch_value(
+                dist_t.p_switch,
+                TaacCritic.pessimistic(self.target_critic(next_obs, keep_t)),
+                TaacCritic.pessimistic(self.target_critic(next_obs, new_t)),
             ).reshape(B, L, -1)
 
             # 3. Compare-through targets per reward stream.
-            returns = self.stream_targets(batch, v_tp1, fresh_switch.reshape(B, L)).reshape(n, -1)
-        q_t = critic(obs, tau)  # [R, N, K]
+            returns = self.stream_targets(batch, v_t, fresh_switch.reshape(B, L)).reshape(n, -1)
+        q_tm1 = critic(obs, tau)  # [R, N, K]
         critic_loss = sum(
-            losses.critic_loss(q_t[..., k], returns[:, k], valid) for k in range(len(self.stream_names))
+            losses.critic_loss(q_tm1[..., k], returns[:, k], valid) for k in range(len(self.stream_names))
         )
 
         # 4. Temperatures (switch entropy is exact; the action entropy is estimated by -log pi).
@@ -184,8 +182,8 @@ class TaacOptimizer(TorchOptimizer):
 
         self.num_updates += 1
         self._sync_target_normalization()
-        if self.num_updates % h.target_update_period == 0:
-            ModelUtils.soft_update(critic, self.target_critic, h.target_update_tau)
+        if self.num_updates % hp.target_update_period == 0:
+            ModelUtils.soft_update(critic, self.target_critic, hp.target_update_tau)
 
         with torch.no_grad():
             return {

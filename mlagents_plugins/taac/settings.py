@@ -10,9 +10,10 @@ import attr
 
 from mlagents.trainers.settings import ScheduleType
 from mlagents_plugins import config_compat as compat
-from mlagents_plugins.offpolicy.settings import (
-    OffPolicyBaseSettings,
-    _fail,
+from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
+from mlagents_plugins.validators import (
+    entropy_scale,
+    fail,
     non_negative_int,
     positive_float,
     positive_int,
@@ -58,7 +59,7 @@ class TaacSettings(OffPolicyBaseSettings):
     # Initial temperature of the second-stage switch softmax over (Q(s, tau^-), Q(s, tau_hat)).
     init_switch_temperature: float = attr.ib(default=0.1, validator=positive_float)
     # Target entropy of the proposal = -scale * action dims (SAC's heuristic at scale 1).
-    action_target_entropy_scale: float = attr.ib(default=1.0)
+    action_target_entropy_scale: float = attr.ib(default=1.0, validator=entropy_scale)
     # Target entropy of the binary switch, in nats, in [0, ln 2); 0.23 ~ a switch that is 94% sure.
     switch_target_entropy: float = attr.ib(default=0.23)
     # [min, max] clip of the advantage Q(s, tau_hat) - Q(s, tau^-) inside the switch softmax, or null.
@@ -78,17 +79,12 @@ class TaacSettings(OffPolicyBaseSettings):
     @trajectory.validator
     def _check_kind(self, attribute: "attr.Attribute", value: Any) -> None:
         if value not in {k.value for k in TrajectoryKind}:
-            _fail(attribute.name, value, "one of " + ", ".join(k.value for k in TrajectoryKind))
-
-    @action_target_entropy_scale.validator
-    def _check_action_entropy(self, attribute: "attr.Attribute", value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -10.0 <= value <= 10.0:
-            _fail(attribute.name, value, "a number in [-10, 10]")
+            fail(attribute.name, value, "one of " + ", ".join(k.value for k in TrajectoryKind))
 
     @switch_target_entropy.validator
     def _check_switch_entropy(self, attribute: "attr.Attribute", value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < math.log(2.0):
-            _fail(attribute.name, value, f"a number in [0, ln 2 = {math.log(2.0):.4f})")
+            fail(attribute.name, value, f"a number in [0, ln 2 = {math.log(2.0):.4f})")
 
     @b1_advantage_clipping.validator
     def _check_clipping(self, attribute: "attr.Attribute", value: Any) -> None:
@@ -101,12 +97,12 @@ class TaacSettings(OffPolicyBaseSettings):
             and value[0] < value[1]
         )
         if not ok:
-            _fail(attribute.name, value, "null or a pair [min, max] of numbers with min < max")
+            fail(attribute.name, value, "null or a pair [min, max] of numbers with min < max")
 
     @mini_batch_length.validator
     def _check_length(self, attribute: "attr.Attribute", value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-            _fail(attribute.name, value, "an integer >= 2 (the compare-through return needs a next step)")
+            fail(attribute.name, value, "an integer >= 2 (the compare-through return needs a next step)")
 
     @property
     def trajectory_kind(self) -> TrajectoryKind:

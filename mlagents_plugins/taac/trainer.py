@@ -6,7 +6,7 @@ row), and ``update_once``, which samples windows of ``mini_batch_length`` rows f
 return.
 """
 import math
-from typing import Dict, List, cast
+from typing import Dict, cast
 
 import numpy as np
 
@@ -14,13 +14,10 @@ from mlagents.torch_utils import torch, default_device
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import TrainerSettings
-from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
-    ExtrinsicRewardProvider,
-)
 from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 
-from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 from mlagents_plugins.taac import stats
@@ -31,19 +28,19 @@ from mlagents_plugins.taac.trajectories import trajectory_size
 
 TRAINER_NAME = "taac"
 __all__ = ["TaacTrainer", "TRAINER_NAME", "TAU_PREV", "TAU", "SWITCH", "REPEATS"]
+# Settings passed to ``TaacActor`` under their own names.
+ACTOR_SETTINGS = (
+    "inverse_mode", "num_critic_replicas", "max_repeat_steps", "advantage_clipping", "init_action_temperature",
+    "init_switch_temperature",
+)
 
 
 class TaacTrainer(OffPolicyTrainerBase):
-    def __init__(
-        self,
-        behavior_name: str,
-        reward_buff_cap: int,
-        trainer_settings: TrainerSettings,
-        training: bool,
-        load: bool,
-        seed: int,
-        artifact_path: str,
-    ):
+    hyperparameters: TaacSettings
+    optimizer: TaacOptimizer
+
+    @classmethod
+    def check_settings(cls, behavior_name: str, trainer_settings: TrainerSettings) -> None:
         if trainer_settings.behavioral_cloning is not None:
             # ML-Agents' BCModule calls Actor.get_action_and_stats / get_stats, which the two-stage actor
             # (proposal + switch) does not have in that form.
@@ -51,10 +48,7 @@ class TaacTrainer(OffPolicyTrainerBase):
                 f"behavioral_cloning is set for behavior '{behavior_name}', but trainer_type 'taac' does not "
                 "support it; remove the behavioral_cloning section (GAIL as a reward signal is supported)."
             )
-        super().__init__(behavior_name, reward_buff_cap, trainer_settings, training, load, seed, artifact_path)
-        self.hyperparameters: TaacSettings = cast(TaacSettings, trainer_settings.hyperparameters)
-        self.behavior_name = behavior_name
-        self.optimizer: TaacOptimizer = None  # type: ignore[assignment]
+        super().check_settings(behavior_name, trainer_settings)
 
     @staticmethod
     def get_trainer_name() -> str:
@@ -65,30 +59,24 @@ class TaacTrainer(OffPolicyTrainerBase):
         a = behavior_spec.action_spec
         if a.discrete_size > 0 or a.continuous_size == 0:
             raise TrainerConfigError(
-                f"trainer_type 'taac' supports continuous actions only, but behavior '{self.behavior_name}' has "
+                f"trainer_type 'taac' supports continuous actions only, but behavior '{self.brain_name}' has "
                 f"{a.continuous_size} continuous action(s) and discrete branches {tuple(a.discrete_branches)}; "
                 "use fast_sac or sac for discrete or hybrid action spaces."
             )
 
     def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TaacPolicy:
         self._check_action_spec(behavior_spec)
-        h = self.hyperparameters
-        actor_kwargs = dict(
-            stream_names=[s.value for s in self.trainer_settings.reward_signals.keys()],
-            kind=h.trajectory_kind,
-            inverse_mode=h.inverse_mode,
-            num_critic_replicas=h.num_critic_replicas,
-            max_repeat_steps=h.max_repeat_steps,
-            advantage_clipping=h.advantage_clipping,
-            init_action_temperature=h.init_action_temperature,
-            init_switch_temperature=h.init_switch_temperature,
+        hp = self.hyperparameters
+        actor_kwargs = {name: getattr(hp, name) for name in ACTOR_SETTINGS}
+        actor_kwargs.update(
+            stream_names=[s.value for s in self.trainer_settings.reward_signals.keys()], kind=hp.trajectory_kind
         )
         return TaacPolicy(
             self.seed,
             behavior_spec,
             self.trainer_settings.network_settings,
             actor_kwargs,
-            randomize_first_state_tau=h.randomize_first_state_tau,
+            randomize_first_state_tau=hp.randomize_first_state_tau,
         )
 
     def create_optimizer(self) -> TaacOptimizer:
@@ -115,43 +103,27 @@ class TaacTrainer(OffPolicyTrainerBase):
         self._stats_reporter.add_stat(stats.ROLLOUT_KEEP_FRACTION, float(np.mean(~switch)))
 
     # ------------------------------------------------------------------ update
-    def _stream_rewards(self, flat_rows: Dict[str, np.ndarray]) -> np.ndarray:
-        """``[N, K]`` rewards of each reward stream (scaled by its strength), evaluated on replayed rows."""
-        signals = self.optimizer.reward_signals
-        agent_buffer = None
-        cols: List[np.ndarray] = []
-        for name in self.optimizer.stream_names:
-            signal = signals[name]
-            if isinstance(signal, ExtrinsicRewardProvider):
-                r = flat_rows[R.REWARD]
-            else:
-                if agent_buffer is None:
-                    agent_buffer = R.rows_to_agent_buffer(self.policy.behavior_spec, flat_rows)
-                r = signal.evaluate(agent_buffer)
-            cols.append(np.asarray(r, np.float32) * signal.strength)
-        return np.stack(cols, axis=-1)
-
     def sample_batch(self) -> TaacBatch:
-        h = self.hyperparameters
-        length = h.mini_batch_length
-        n_seq = int(math.ceil(h.batch_size / length))
+        hp = self.hyperparameters
+        length = hp.mini_batch_length
+        n_seq = int(math.ceil(hp.batch_size / length))
         # Uniform starts over all rows (windows may be cut short by a segment end; ``valid`` masks them).
         # Drawing only full windows would weight a segment's last rows, its terminal among them, by 1/length.
         starts = self.replay.sample_indices(n_seq, self.rng)
         idx, valid = self.replay.sequence_indices(starts, length)
         rows = self.replay.gather(idx)
         flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in rows.items()}
-        rewards = self._stream_rewards(flat).reshape(n_seq, length, -1)
+        rewards = self.stream_rewards(flat[offpolicy_rows.REWARD], lambda: flat).reshape(n_seq, length, -1)
         device = default_device()
         n_obs = len(self.policy.behavior_spec.observation_specs)
         return TaacBatch(
-            obs=R.gather_obs(rows, n_obs, False, device),
-            next_obs=R.gather_obs(rows, n_obs, True, device),
+            obs=offpolicy_rows.gather_obs(rows, n_obs, False, device),
+            next_obs=offpolicy_rows.gather_obs(rows, n_obs, True, device),
             tau_prev=torch.as_tensor(rows[TAU_PREV], device=device),
             tau=torch.as_tensor(rows[TAU], device=device),
             switch=torch.as_tensor(rows[SWITCH], device=device),
             rewards=torch.as_tensor(rewards, device=device),
-            terminal=torch.as_tensor(rows[R.TERMINAL], device=device),
+            terminal=torch.as_tensor(rows[offpolicy_rows.TERMINAL], device=device),
             valid=torch.as_tensor(valid, device=device),
         )
 

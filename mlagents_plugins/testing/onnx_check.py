@@ -16,7 +16,11 @@ from mlagents.trainers.torch_entities.model_serialization import (
 
 
 def export_policy(policy, path_without_suffix: str) -> str:
-    """Export ``policy`` exactly as mlagents-learn does and return the ``.onnx`` path."""
+    """Export ``policy`` exactly as mlagents-learn does (with its start-up hook's ``onnx_export`` patch) and
+    return the ``.onnx`` path."""
+    from mlagents_plugins import patches
+
+    patches.install("onnx_export")
     ModelSerializer(policy).export_policy_model(path_without_suffix)
     return f"{path_without_suffix}.onnx"
 

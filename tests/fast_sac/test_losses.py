@@ -8,7 +8,7 @@ import torch
 from mlagents_plugins.fast_sac import losses as L
 
 
-def naive_n_step(r, terminal, valid, gammas, v_boot):
+def naive_n_step(r, terminal, valid, gammas, v_t):
     """Explicit loop: walk forward until a terminal, an invalid step or the window end."""
     B, N, S = r.shape
     out = np.zeros((B, S))
@@ -23,7 +23,7 @@ def naive_n_step(r, terminal, valid, gammas, v_boot):
                 disc *= gammas[s] * (0.0 if terminal[b, j] else 1.0)
                 if terminal[b, j]:
                     break
-            out[b, s] = g + disc * v_boot[b, s]
+            out[b, s] = g + disc * v_t[b, s]
             disc_out[b, s] = disc
     return out, disc_out
 
@@ -41,24 +41,24 @@ def test_n_step_targets_match_naive_loop_with_terminals_timeouts_and_segment_end
     valid[4, 2] = False
     valid[4, 3] = True  # a valid step after an invalid one must not count
     # row 5: time-out on the last step = interruption, terminal False -> bootstraps
-    v_boot = rng.normal(size=(B, S))
+    v_t = rng.normal(size=(B, S))
     discount = np.stack([g * (1.0 - terminal) for g in gammas], axis=-1)
     y, d = L.n_step_targets(
-        torch.tensor(r), torch.tensor(discount), torch.tensor(valid), torch.tensor(v_boot)
+        torch.tensor(r), torch.tensor(discount), torch.tensor(valid), torch.tensor(v_t)
     )
-    y_ref, d_ref = naive_n_step(r, terminal, valid, gammas, v_boot)
+    y_ref, d_ref = naive_n_step(r, terminal, valid, gammas, v_t)
     np.testing.assert_allclose(y.numpy(), y_ref, rtol=1e-12)
     np.testing.assert_allclose(d.numpy(), d_ref, rtol=1e-12)
     # hand check of the terminal row, stream 0: r0 + .9 r1 + .81 r2, nothing after
     assert y[1, 0].item() == pytest.approx(r[1, 0, 0] + 0.9 * r[1, 1, 0] + 0.81 * r[1, 2, 0])
     # hand check of the one-step segment: r0 + gamma * v
-    assert y[3, 1].item() == pytest.approx(r[3, 0, 1] + 0.5 * v_boot[3, 1])
+    assert y[3, 1].item() == pytest.approx(r[3, 0, 1] + 0.5 * v_t[3, 1])
 
 
 def test_n_step_targets_shape_errors_name_the_argument():
     with pytest.raises(ValueError, match="discount_t"):
         L.n_step_targets(torch.zeros(2, 3, 1), torch.zeros(2, 3, 2), torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, 1))
-    with pytest.raises(ValueError, match="v_boot"):
+    with pytest.raises(ValueError, match="v_t"):
         L.n_step_targets(torch.zeros(2, 3, 1), torch.zeros(2, 3, 1), torch.ones(2, 3, dtype=torch.bool), torch.zeros(3, 1))
 
 

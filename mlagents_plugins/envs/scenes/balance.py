@@ -13,7 +13,7 @@ from typing import List
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionTuple
 
 from mlagents_plugins.envs.scenes.base import Scene
 
@@ -31,14 +31,8 @@ class BalanceScene(Scene):
     # random policy ~ -0.1, PPO (docs/scenes.md config) ~5 after ~20k steps and ~6 after 30k.
     success_threshold = 5.0
     default_max_episode_steps = 100
-
-    @property
-    def observation_specs(self) -> List[ObservationSpec]:
-        return [ObservationSpec((8,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")]
-
-    @property
-    def action_spec(self) -> ActionSpec:
-        return ActionSpec(2, ())
+    vector_size = 8
+    actions = (2, ())
 
     def _allocate(self, n: int) -> None:
         self.tilt = np.zeros((n, 2))

@@ -10,16 +10,21 @@ and immediately starts a new episode in every slot that ended - the same thing a
 Determinism: one ``numpy.random.Generator`` seeded from ``seed`` drives the whole scene, so equal seeds,
 parameters and actions give equal trajectories.
 """
-from typing import ClassVar, Dict, List, NamedTuple, Optional
+from typing import ClassVar, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionSpec, ActionTuple, ObservationSpec
+from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
 
 from mlagents_plugins.envs.params import ParameterStore
 
 #: Name of the environment parameter every scene reads at each episode start (clipped to [0, 1]).
 DIFFICULTY = "difficulty"
+
+
+def vector_observation(size: int) -> ObservationSpec:
+    """The spec of a flat ``size``-float vector observation, as Unity's VectorSensor sends it."""
+    return ObservationSpec((size,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")
 
 
 class SceneStep(NamedTuple):
@@ -77,13 +82,21 @@ class Scene:
         self.reset()
 
     # ----- subclass API -------------------------------------------------------------------------
+    #: size of the one flat vector observation of the default ``observation_specs`` (scenes with other
+    #: observations override the property)
+    vector_size: ClassVar[int] = 0
+    #: ``(continuous actions, discrete branches)`` of the default ``action_spec``
+    actions: ClassVar[Tuple[int, Tuple[int, ...]]] = (0, ())
+
     @property
     def observation_specs(self) -> List[ObservationSpec]:
-        raise NotImplementedError
+        if not self.vector_size:
+            raise NotImplementedError(f"{type(self).__name__} sets neither vector_size nor observation_specs")
+        return [vector_observation(self.vector_size)]
 
     @property
     def action_spec(self) -> ActionSpec:
-        raise NotImplementedError
+        return ActionSpec(*self.actions)
 
     def _allocate(self, n: int) -> None:
         """Create the state arrays for ``n`` slots."""

@@ -16,7 +16,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionTuple
 
 from mlagents_plugins.envs.scenes.base import Scene
 from mlagents_plugins.envs.scenes.grid import MOVES, bfs_first_move, move_mask, sample_layout
@@ -33,14 +33,8 @@ class BranchesScene(Scene):
     # PPO (128x2, 2 areas) passes 0.7 at ~40k steps and 0.8 at ~55k.
     success_threshold = 0.7
     default_max_episode_steps = 40
-
-    @property
-    def observation_specs(self) -> List[ObservationSpec]:
-        return [ObservationSpec((10,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")]
-
-    @property
-    def action_spec(self) -> ActionSpec:
-        return ActionSpec(0, (5, 3))
+    vector_size = 10
+    actions = (0, (5, 3))
 
     def _allocate(self, n: int) -> None:
         self.pos = np.zeros((n, 2), dtype=np.int64)

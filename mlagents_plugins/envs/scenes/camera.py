@@ -18,7 +18,7 @@ import numpy as np
 
 from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
 
-from mlagents_plugins.envs.scenes.base import Scene
+from mlagents_plugins.envs.scenes.base import Scene, vector_observation
 from mlagents_plugins.envs.scenes.grid import MOVES, bfs_first_move, move_mask, sample_layout
 
 SIZE = 5
@@ -54,7 +54,7 @@ class CameraScene(Scene):
             ObservationType.DEFAULT,
             "CameraSensor",
         )
-        vector = ObservationSpec((2,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")
+        vector = vector_observation(2)
         return [visual, vector]
 
     @property

@@ -13,7 +13,7 @@ from typing import List
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionTuple
 
 from mlagents_plugins.envs.scenes.base import Scene
 
@@ -31,14 +31,8 @@ class HybridScene(Scene):
     # PPO (128x2, 2 areas) passes 1.0 at ~47k steps.
     success_threshold = 1.0
     default_max_episode_steps = 50
-
-    @property
-    def observation_specs(self) -> List[ObservationSpec]:
-        return [ObservationSpec((5,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")]
-
-    @property
-    def action_spec(self) -> ActionSpec:
-        return ActionSpec(2, (3,))
+    vector_size = 5
+    actions = (2, (3,))
 
     def _allocate(self, n: int) -> None:
         self.pos = np.zeros((n, 2))

@@ -14,7 +14,7 @@ from typing import List
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionTuple
 
 from mlagents_plugins.envs.scenes.base import Scene
 
@@ -30,14 +30,8 @@ class ReachScene(Scene):
     # a uniform random policy mostly walks off the grid (~ -0.9).
     success_threshold = 1.2
     default_max_episode_steps = 30
-
-    @property
-    def observation_specs(self) -> List[ObservationSpec]:
-        return [ObservationSpec((6,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")]
-
-    @property
-    def action_spec(self) -> ActionSpec:
-        return ActionSpec(0, (3, 3))
+    vector_size = 6
+    actions = (0, (3, 3))
 
     def _allocate(self, n: int) -> None:
         self.pos = np.zeros((n, 2), dtype=np.int64)

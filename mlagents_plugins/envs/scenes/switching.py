@@ -16,7 +16,7 @@ from typing import List
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionTuple
 
 from mlagents_plugins.envs.scenes.base import DIFFICULTY, Scene
 
@@ -35,15 +35,9 @@ class SwitchingScene(Scene):
     # PPO (128x2, 2 areas) passes 2.5 at ~55k steps and ~3.1 at 100k.
     success_threshold = 2.5
     default_max_episode_steps = 150
+    vector_size = 8
+    actions = (2, ())
     parameter_defaults = {DIFFICULTY: 1.0, SWITCH_COST: -1.0}  # -1 = derive from difficulty
-
-    @property
-    def observation_specs(self) -> List[ObservationSpec]:
-        return [ObservationSpec((8,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")]
-
-    @property
-    def action_spec(self) -> ActionSpec:
-        return ActionSpec(2, ())
 
     def _allocate(self, n: int) -> None:
         self.pos = np.zeros((n, 2))

@@ -1,0 +1,96 @@
+"""The shared pure pieces (``mlagents_plugins.tensor_utils``) against independent computations."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mlagents_plugins import tensor_utils as tu
+
+
+def test_check_shape_names_the_tensor_and_accepts_wildcards():
+    tu.check_shape("x", torch.zeros(2, 3), (2, None))
+    with pytest.raises(ValueError, match=r"x must have shape \[2, \*\], got \[3, 3\]"):
+        tu.check_shape("x", torch.zeros(3, 3), (2, None))
+    with pytest.raises(ValueError, match=r"y must have shape \[2\], got \[2, 1\]"):
+        tu.check_shape("y", torch.zeros(2, 1), (2,))
+
+
+def test_check_same_shape_lists_every_shape():
+    tu.check_same_shape("f", a=torch.zeros(2, 3), b=torch.ones(2, 3))
+    with pytest.raises(ValueError, match=r"f: all inputs need the same shape, got \{'a': \(2, 3\), 'b': \(3,\)\}"):
+        tu.check_same_shape("f", a=torch.zeros(2, 3), b=torch.ones(3))
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float32])
+def test_masked_mean_is_the_mean_over_set_entries(mask_dtype):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 4, generator=gen, dtype=torch.float64)
+    mask = torch.rand(5, 4, generator=gen) < 0.5
+    kept = [float(x[i, j]) for i in range(5) for j in range(4) if mask[i, j]]
+    assert float(tu.masked_mean(x, mask.to(mask_dtype))) == pytest.approx(sum(kept) / len(kept), rel=1e-12)
+    assert float(tu.masked_mean(x, torch.zeros(5, 4, dtype=mask_dtype))) == 0.0
+    with pytest.raises(ValueError, match="same shape"):
+        tu.masked_mean(x, mask[:, :2])
+
+
+def test_tanh_gaussian_log_prob_matches_the_change_of_variables():
+    gen = torch.Generator().manual_seed(1)
+    mu = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    log_sigma = torch.randn(6, 3, generator=gen, dtype=torch.float64) * 0.5
+    noise = torch.randn(6, 3, generator=gen, dtype=torch.float64)
+    u = mu + log_sigma.exp() * noise
+    got = tu.tanh_gaussian_log_prob(u, noise, log_sigma)
+    for b in range(6):
+        want = 0.0
+        for d in range(3):
+            sigma = math.exp(float(log_sigma[b, d]))
+            ub = float(u[b, d])
+            log_n = -0.5 * ((ub - float(mu[b, d])) / sigma) ** 2 - math.log(sigma) - 0.5 * math.log(2 * math.pi)
+            want += log_n - math.log(1.0 - math.tanh(ub) ** 2)
+        assert float(got[b]) == pytest.approx(want, rel=1e-9, abs=1e-9)
+    # Finite where 1 - tanh(u)^2 rounds to 0 in float32.
+    far = torch.tensor([[30.0]])
+    assert torch.isfinite(tu.tanh_gaussian_log_prob(far, torch.zeros(1, 1), torch.zeros(1, 1))).all()
+
+
+def test_tanh_gaussian_log_prob_matches_torch_distributions():
+    gen = torch.Generator().manual_seed(2)
+    mu, log_sigma = torch.randn(4, 2, generator=gen), torch.randn(4, 2, generator=gen) * 0.3
+    noise = torch.randn(4, 2, generator=gen)
+    u = mu + log_sigma.exp() * noise
+    dist = torch.distributions.TransformedDistribution(
+        torch.distributions.Normal(mu, log_sigma.exp()), [torch.distributions.TanhTransform()]
+    )
+    want = dist.log_prob(torch.tanh(u).clamp(-1 + 1e-6, 1 - 1e-6)).sum(-1)
+    torch.testing.assert_close(tu.tanh_gaussian_log_prob(u, noise, log_sigma), want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_stream_discounts(lib):
+    gammas, use_done = [0.99, 0.9], [1.0, 0.0]
+    terminal = [[0.0, 1.0, 0.0], [1.0, 1.0, 0.0]]
+    conv = (lambda x: np.asarray(x, np.float32)) if lib == "numpy" else (lambda x: torch.tensor(x))
+    got = np.asarray(tu.stream_discounts(conv(gammas), conv(terminal), conv(use_done)))
+    assert got.shape == (2, 3, 2)
+    for b in range(2):
+        for t in range(3):
+            for s in range(2):
+                want = gammas[s] * (0.0 if terminal[b][t] and use_done[s] else 1.0)
+                assert got[b, t, s] == pytest.approx(want)
+
+
+def test_frozen_stops_gradients_to_the_weights_only_within_the_block():
+    net = torch.nn.Linear(2, 1)
+    net.bias.requires_grad_(False)  # stays off afterwards: only what required a gradient is switched back
+    x = torch.ones(1, 2, requires_grad=True)
+    with tu.frozen(net) as same:
+        assert same is net
+        assert not any(p.requires_grad for p in net.parameters())
+        net(x).sum().backward()
+    assert net.weight.grad is None and x.grad is not None
+    assert net.weight.requires_grad and not net.bias.requires_grad
+    with pytest.raises(RuntimeError):
+        with tu.frozen(net):
+            raise RuntimeError("inside")
+    assert net.weight.requires_grad
