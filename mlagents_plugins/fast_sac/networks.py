@@ -14,7 +14,8 @@ from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.fast_sac import losses as L
+from mlagents_plugins.fast_sac import losses
+from mlagents_plugins.tensor_utils import frozen
 
 
 class TwinQ(nn.Module):
@@ -65,14 +66,8 @@ class TwinQ(nn.Module):
             tensors = {name: p.detach() for name, p in self.named_parameters()}
             tensors.update(dict(self.named_buffers()))
             return functional_call(self, tensors, (obs, cont_actions), {"first_only": first_only})
-        params = [p for p in self.parameters() if p.requires_grad]
-        for p in params:
-            p.requires_grad_(False)
-        try:
+        with frozen(self):
             return self(obs, cont_actions, first_only=first_only)
-        finally:
-            for p in params:
-                p.requires_grad_(True)
 
     def copy_normalization_from(self, body) -> None:
         self.q1.network_body.copy_normalization(body)
@@ -105,7 +100,7 @@ def sample_for_training(
             log_sigma = torch.clamp(gauss.log_sigma(encoding), min=-20, max=2)
         else:
             log_sigma = gauss.log_sigma.expand_as(mu)
-        cont, lp_c = L.tanh_gaussian_sample(mu, log_sigma, torch.randn_like(mu))
+        cont, lp_c = losses.tanh_gaussian_sample(mu, log_sigma, torch.randn_like(mu))
     if action_model.action_spec.discrete_size > 0:
         dists = action_model._discrete_distribution(encoding, mask)
         lp_d = torch.cat([d.all_log_prob() for d in dists], dim=1)
