@@ -122,7 +122,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         adam = fused_adam_kwargs(self.device)
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate, **adam)
 
-        # ---- SAC head on the latent: fast_sac's losses (sac.losses.sac_losses), one backward, one Adam ----
+        # ---- SAC head on the latent: fast_sac's losses (fast_sac.losses.sac_losses), one backward, one Adam ----
         head_settings = NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers)
         self.q_net = TwinQ(self.stream_names, [latent_observation_spec(hp.latent_size)], head_settings, self.action_spec)
         self.q_net.to(self.device)
@@ -263,12 +263,12 @@ class MuZeroReprOptimizer(TorchOptimizer):
 
     # ------------------------------------------------------------------ RL head (SAC on the latent)
     def _actor_on_latent(self, z: List[torch.Tensor], mask: Optional[torch.Tensor]):
-        """The ``ActorFn`` of ``sac.losses.sac_losses`` on the latent ``[z]``: the policy MLP, then fast_sac's
-        sampling path (``sac.networks.sample_for_training``)."""
+        """The ``ActorFn`` of ``fast_sac.losses.sac_losses`` on the latent ``[z]``: the policy MLP, then fast_sac's
+        sampling path (``fast_sac.networks.sample_for_training``)."""
         return sample_for_training(self.actor.action_model, self.actor.network_body.head(z[0]), mask)
 
     def rl_losses(self, batch: SACBatch) -> S.SACLosses:
-        """fast_sac's SAC losses (``sac.losses.sac_losses``) with the latent as the state.
+        """fast_sac's SAC losses (``fast_sac.losses.sac_losses``) with the latent as the state.
 
         The critic sees ``h(o)``, attached when ``rl_gradient_to_repr`` (``LatentBody.latent``); the actor loss
         sees it detached always, so only the critic's TD loss shapes h (SAC-AE, Yarats et al. 2019 Sec. 6, and
