@@ -21,7 +21,7 @@ from mlagents_plugins.muzero_repr.targets import (
     alive_rows,
     bootstrap_rows,
 )
-from mlagents_plugins.offpolicy import rows as R
+from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.replay.buffer import ReplayBuffer
 
 
@@ -89,31 +89,31 @@ def model_batch(
     if weights is None:
         weights = torch.ones(B, device=device)
     idx, valid = replay.sequence_indices(starts, W)
-    small_fields = [R.REWARD, R.TERMINAL]
+    small_fields = [offpolicy_rows.REWARD, offpolicy_rows.TERMINAL]
     if action_spec.continuous_size > 0:
-        small_fields.append(R.CONT_ACTION)
+        small_fields.append(offpolicy_rows.CONT_ACTION)
     if action_spec.discrete_size > 0:
-        small_fields.append(R.DISC_ACTION)
+        small_fields.append(offpolicy_rows.DISC_ACTION)
     small = replay.gather(idx, small_fields)
     valid_bw = torch.as_tensor(valid, device=device)
     # Only the last row of a segment can be terminal, and every episode end is a segment end, so
     # "episode end" within a window is the terminal flag; time-outs and chunk ends show as ~valid.
-    terminal_bw = torch.as_tensor(small[R.TERMINAL], device=device) & valid_bw
-    r_bw = torch.as_tensor(small[R.REWARD], device=device) * reward_scale
+    terminal_bw = torch.as_tensor(small[offpolicy_rows.TERMINAL], device=device) & valid_bw
+    r_bw = torch.as_tensor(small[offpolicy_rows.REWARD], device=device) * reward_scale
     boot_rows = bootstrap_rows(terminal_bw, terminal_bw, valid_bw, K, n)
     boot_idx = np.take_along_axis(idx, boot_rows.cpu().numpy(), axis=1).reshape(-1)
-    boot_obs = R.gather_obs(replay.gather(boot_idx, [R.next_obs_field(i) for i in range(n_obs)]), n_obs, True, device)
-    obs_names = [R.obs_field(i) for i in range(n_obs)]
-    obs_0 = augment(R.gather_obs(replay.gather(idx[:, 0], obs_names), n_obs, False, device), shift_pad, torch_rng)
+    boot_obs = offpolicy_rows.gather_obs(replay.gather(boot_idx, [offpolicy_rows.next_obs_field(i) for i in range(n_obs)]), n_obs, True, device)
+    obs_names = [offpolicy_rows.obs_field(i) for i in range(n_obs)]
+    obs_0 = augment(offpolicy_rows.gather_obs(replay.gather(idx[:, 0], obs_names), n_obs, False, device), shift_pad, torch_rng)
     obs_future: List[torch.Tensor] = []
     if with_future_obs and K > 0:
-        fut = R.gather_obs(replay.gather(idx[:, 1 : K + 1].reshape(-1), obs_names), n_obs, False, device)
+        fut = offpolicy_rows.gather_obs(replay.gather(idx[:, 1 : K + 1].reshape(-1), obs_names), n_obs, False, device)
         obs_future = [o.reshape(B, K, *o.shape[1:]) for o in augment(fut, shift_pad, torch_rng)]
     cont = disc = None
     if action_spec.continuous_size > 0:
-        cont = torch.as_tensor(small[R.CONT_ACTION][:, :K], device=device)
+        cont = torch.as_tensor(small[offpolicy_rows.CONT_ACTION][:, :K], device=device)
     if action_spec.discrete_size > 0:
-        disc = torch.as_tensor(small[R.DISC_ACTION][:, :K].astype(np.int64), device=device)
+        disc = torch.as_tensor(small[offpolicy_rows.DISC_ACTION][:, :K].astype(np.int64), device=device)
     enc = encode_actions(action_spec, cont, disc)
     alive_bk = alive_rows(valid_bw, terminal_bw)[:, :K]
     rand = random_actions(action_spec, B, K, torch_rng, device) if actions_after_end == ACTIONS_AFTER_END_RANDOM else None
@@ -140,7 +140,7 @@ def rl_batch(
     scale = np.float32(reward_scale)
     batch = window_batch(
         replay, starts, weights, n_step, spec,
-        lambda idx, window: (window[R.REWARD] * scale)[..., None], [gamma], [1.0], device,
+        lambda idx, window: (window[offpolicy_rows.REWARD] * scale)[..., None], [gamma], [1.0], device,
     )
     return batch._replace(obs=augment(batch.obs, shift_pad, torch_rng),
                           next_obs=augment(batch.next_obs, shift_pad, torch_rng))

@@ -25,13 +25,13 @@ from mlagents.trainers.settings import NetworkSettings, RewardSignalType, Traine
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
-from mlagents_plugins.muzero_repr import losses as L
+from mlagents_plugins.muzero_repr import losses as muzero_losses
 from mlagents_plugins.muzero_repr.actor import MuZeroActor, latent_observation_spec
 from mlagents_plugins.muzero_repr.batch import ModelBatch
 from mlagents_plugins.muzero_repr.networks import MuZeroModel
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.muzero_repr.targets import UnrollTargets, compute_unroll_targets
-from mlagents_plugins.fast_sac import losses as S
+from mlagents_plugins.fast_sac import losses as sac_losses
 from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
 from mlagents_plugins.fast_sac.optimizer import STAT_LR, SACBatch, sac_stats
 
@@ -76,7 +76,7 @@ def check_reward_signals(names: List[str]) -> None:
 class ModelForward(NamedTuple):
     """The model update's forward pass: its losses, the targets they were computed against, latent diagnostics."""
 
-    losses: L.ModelLosses
+    losses: muzero_losses.ModelLosses
     targets: UnrollTargets
     latent_norm_k: torch.Tensor  # [K+1] mean norm of s_k (no gradient)
     latent_std: torch.Tensor  # mean over dimensions of the batch's standard deviation of s_0 (no gradient)
@@ -150,7 +150,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         self.model_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.rl_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.num_model_updates = 0
-        self.loss_weights = L.ModelLossWeights(
+        self.loss_weights = muzero_losses.ModelLossWeights(
             value=hp.value_loss_weight,
             reward=hp.reward_loss_weight,
             policy=hp.policy_loss_weight,
@@ -191,7 +191,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         K, n = hp.num_unroll_steps, hp.td_steps
         B = batch.r_bw.shape[0]
         with torch.no_grad():
-            v_boot = L.prediction_to_scalar(
+            v_boot = muzero_losses.prediction_to_scalar(
                 self.target_model.initial_inference(batch.boot_obs).value, hp.support_size, self.transform_eps
             ).reshape(B, K + 1)
             v_next_bw = torch.zeros_like(batch.r_bw).scatter(1, batch.boot_rows_bk, v_boot)
@@ -207,7 +207,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
                 flat = [o.reshape(B * K, *o.shape[2:]) for o in batch.obs_future]
                 target = self.model.consistency_target(self.model.representation(flat)).reshape(B, K, -1)
             online = torch.stack([self.model.consistency_online(o.latent) for o in outs[1:]], dim=1)
-        losses = L.model_losses(
+        losses = muzero_losses.model_losses(
             torch.stack([o.value for o in outs], dim=1), reward_pred, policy, game_over, online, target, tg,
             batch.weights_b, batch.cont_action_bka, batch.disc_action_bkb, self.branches,
             support_size=hp.support_size, transform_eps=self.transform_eps, loss_weights=self.loss_weights,
@@ -267,7 +267,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         sampling path (``fast_sac.networks.sample_for_training``)."""
         return sample_for_training(self.actor.action_model, self.actor.network_body.head(z[0]), mask)
 
-    def rl_losses(self, batch: SACBatch) -> S.SACLosses:
+    def rl_losses(self, batch: SACBatch) -> sac_losses.SACLosses:
         """fast_sac's SAC losses (``fast_sac.losses.sac_losses``) with the latent as the state.
 
         The critic sees ``h(o)``, attached when ``rl_gradient_to_repr`` (``LatentBody.latent``); the actor loss
@@ -277,7 +277,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         z_tm1 = self.actor.network_body.latent(batch.obs)
         with torch.no_grad():
             z_t = self.actor.representation(batch.next_obs)
-        return S.sac_losses(
+        return sac_losses.sac_losses(
             self._actor_on_latent, self.q_net, self.q_net.frozen, self.target_q,
             s_tm1=[z_tm1], a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
             r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,

@@ -18,10 +18,10 @@ from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
-from mlagents_plugins.fast_sac import losses as S
+from mlagents_plugins.fast_sac import losses as sac_losses
 from mlagents_plugins.fast_sac.batch import sample_starts
 from mlagents_plugins.fast_sac.optimizer import SACBatch
-from mlagents_plugins.muzero_repr import batch as MB
+from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr.actor import MuZeroActor
 from mlagents_plugins.muzero_repr.optimizer import (
     STAT_PER_BETA,
@@ -95,13 +95,13 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
 
     def sample_model_batch(
         self, rng: Optional[np.random.Generator] = None, per_beta: Optional[float] = None
-    ) -> MB.ModelBatch:
+    ) -> muzero_batch.ModelBatch:
         """A ``ModelBatch`` of unroll windows.  ``rng`` picks the start rows (default the trainer's generator),
         ``per_beta`` is the importance-sampling exponent (default ``per_beta()``, annealed to 1)."""
         hp = self.muzero_settings
         opt = cast(MuZeroReprOptimizer, self.optimizer)
         starts, weights = self._starts(rng, per_beta)
-        return MB.model_batch(
+        return muzero_batch.model_batch(
             self.replay, starts, weights, self.policy.behavior_spec,
             num_unroll_steps=hp.num_unroll_steps, td_steps=hp.td_steps, reward_scale=opt.reward_scale,
             with_future_obs=hp.train_repr_prediction, actions_after_end=hp.actions_after_end,
@@ -113,7 +113,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         hp = self.muzero_settings
         opt = cast(MuZeroReprOptimizer, self.optimizer)
         starts, weights = self._starts(rng, per_beta)
-        return MB.rl_batch(
+        return muzero_batch.rl_batch(
             self.replay, starts, weights, self.policy.behavior_spec, n_step=hp.n_step,
             reward_scale=opt.reward_scale, gamma=opt.gamma, shift_pad=hp.random_shift_pad,
             torch_rng=self.torch_rng, device=opt.device,
@@ -123,7 +123,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         """PER priorities ``(|v_0 - z_0| + per_epsilon)^per_alpha`` of the model batch's start rows, and their
         stats."""
         hp = self.muzero_settings
-        pr = S.per_priorities(value_err_b, hp.per_alpha, hp.per_epsilon).cpu().numpy()
+        pr = sac_losses.per_priorities(value_err_b, hp.per_alpha, hp.per_epsilon).cpu().numpy()
         self.replay.update_priorities(starts, pr)
         return {STAT_PRIORITY_MEAN: float(pr.mean()), STAT_PRIORITY_MAX: float(pr.max())}
 

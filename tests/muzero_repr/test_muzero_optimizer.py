@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from mlagents_plugins.muzero_repr import batch as MB
+from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr import optimizer as O
 from mlagents_plugins.fast_sac import optimizer as SO
 
@@ -148,14 +148,14 @@ def test_rl_temperature_target_is_mask_aware(tmp_path, monkeypatch):
             steps.append(exp._replace(action_mask=mask))
         trainer._process_trajectory(traj._replace(steps=steps))
     seen = {}
-    real = O.S.temperature_loss
+    real = O.sac_losses.temperature_loss
 
     def spy(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches):
         seen["target"] = torch.as_tensor(target_disc).clone()
         seen["lp_d"] = lp_d.detach().clone()
         return real(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches)
 
-    monkeypatch.setattr(O.S, "temperature_loss", spy)
+    monkeypatch.setattr(O.sac_losses, "temperature_loss", spy)
     trainer.optimizer.update_rl(trainer.sample_rl_batch())
     target = seen["target"]
     assert target.shape == (16, 2)
@@ -175,13 +175,13 @@ def test_actor_loss_never_reaches_representation(tmp_path, monkeypatch):
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=True)
     fill(trainer, spec, np.random.default_rng(4))
     opt = trainer.optimizer
-    real = O.S.twin_q_loss
+    real = O.sac_losses.twin_q_loss
 
     def critic_off(q1, q2, y, *args, **kwargs):
         l1, l2, td = real(q1, q2, y, *args, **kwargs)
         return l1 * 0.0, l2 * 0.0, td
 
-    monkeypatch.setattr(O.S, "twin_q_loss", critic_off)
+    monkeypatch.setattr(O.sac_losses, "twin_q_loss", critic_off)
     repr_before = _params(opt.actor.representation)
     head_before = _params(opt.actor.network_body.head)
     opt.update_rl(trainer.sample_rl_batch())
@@ -201,7 +201,7 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
     pri[favoured] = [1.0, 3.0]
     trainer.replay.update_priorities(np.arange(rows), pri)
     seen = {}
-    real_window, real_loss = MB.window_batch, O.S.twin_q_loss
+    real_window, real_loss = muzero_batch.window_batch, O.sac_losses.twin_q_loss
 
     def spy_window(replay, starts, *args):
         seen["starts"] = np.array(starts)
@@ -211,8 +211,8 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
         seen["weights"] = None if weights is None else weights.clone()
         return real_loss(q1, q2, y, weights)
 
-    monkeypatch.setattr(MB, "window_batch", spy_window)
-    monkeypatch.setattr(O.S, "twin_q_loss", spy_loss)
+    monkeypatch.setattr(muzero_batch, "window_batch", spy_window)
+    monkeypatch.setattr(O.sac_losses, "twin_q_loss", spy_loss)
     trainer.optimizer.update_rl(trainer.sample_rl_batch(np.random.default_rng(0), per_beta=0.8))
     starts = seen["starts"]
     assert set(starts.tolist()) <= set(favoured.tolist()) and len(set(starts.tolist())) == 2
