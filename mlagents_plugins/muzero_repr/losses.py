@@ -7,9 +7,11 @@ G (latent min-max scaling, gradient scaling); Ye et al. 2021, "EfficientZero" (a
 
 Every function checks the shapes it is given and raises ``ValueError`` naming the argument on mismatch.
 """
-from typing import List, Sequence
+from typing import List, NamedTuple, Optional, Sequence
 
 from mlagents.torch_utils import torch
+
+from mlagents_plugins.muzero_repr.targets import UnrollTargets
 
 # MuZero Appendix F uses eps = 0.001 for h(x).
 DEFAULT_VALUE_TRANSFORM_EPS = 0.001
@@ -206,3 +208,93 @@ def discrete_policy_loss(
         logp = torch.log_softmax(logits, dim=-1)
         total.append(-logp.gather(-1, action_bkb[..., b : b + 1].long()).squeeze(-1))
     return torch.stack(total, 0).sum(0)
+
+
+class ModelLossWeights(NamedTuple):
+    """Weights of the model's loss terms (the ``*_loss_weight`` settings)."""
+
+    value: float
+    reward: float
+    policy: float
+    game_over: float
+    consistency: float
+
+
+class ModelLosses(NamedTuple):
+    """The learned model's loss and its parts per unroll step (a part is None when not trained)."""
+
+    total: torch.Tensor  # scalar: weighted sum of the parts, recurrent steps scaled by 1/K
+    value_k: torch.Tensor  # [K+1] masked batch mean per step
+    reward_k: Optional[torch.Tensor]  # [K] (steps 1..K)
+    policy_k: Optional[torch.Tensor]  # [K] (steps 0..K-1)
+    game_over_k: Optional[torch.Tensor]  # [K+1]
+    consistency_k: Optional[torch.Tensor]  # [K] (steps 1..K)
+    value_0_b: torch.Tensor  # [B] the model's value prediction v_0 as a scalar (no gradient)
+    value_err_b: torch.Tensor  # [B] |v_0 - z_0| (no gradient): the PER priority before exponent and epsilon
+
+
+def model_losses(
+    value_pred_bk: torch.Tensor,
+    reward_pred_bk: Optional[torch.Tensor],
+    policy_bka: Optional[torch.Tensor],
+    game_over_logit_bk: Optional[torch.Tensor],
+    consistency_online_bkd: Optional[torch.Tensor],
+    consistency_target_bkd: Optional[torch.Tensor],
+    targets: UnrollTargets,
+    weights_b: torch.Tensor,
+    cont_action_bka: Optional[torch.Tensor],
+    disc_action_bkb: Optional[torch.Tensor],
+    branches: Sequence[int],
+    *,
+    support_size: int,
+    transform_eps: float,
+    loss_weights: ModelLossWeights,
+) -> ModelLosses:
+    """MuZero's training loss (MuZero eq. 1; pseudocode ``update_weights``) from the unroll's predictions.
+
+    ``value_pred_bk[B, K+1(, 2S+1)]`` and ``reward_pred_bk[B, K(, 2S+1)]`` (None when K = 0) are the value and
+    reward heads' outputs of unroll steps 0..K and 1..K; ``policy_bka[B, K, Ac + sum(branches)]`` the policy
+    head's of steps 0..K-1 (tanh means, then branch logits; None: no policy loss); ``game_over_logit_bk[B, K+1]``
+    (None: no game-over loss); ``consistency_online_bkd`` and ``consistency_target_bkd[B, K, D]`` the
+    projections of steps 1..K and of h(o_{t+k}) (None: no consistency loss).  Each per-sample loss is
+    multiplied by the importance weight ``weights_b[B]``, averaged over the batch where its mask is set, and
+    steps 1..K weigh 1/K.
+    """
+    K = targets.reward_bk.shape[1]
+    B = targets.value_bk.shape[0]
+    device = targets.value_bk.device
+    w = weights_b.unsqueeze(1)
+    step_scale = torch.tensor([1.0] + [1.0 / max(K, 1)] * K, device=device)
+    value_l = scalar_prediction_loss(value_pred_bk, targets.value_bk, support_size, transform_eps)
+    value_k = masked_mean_over_batch(value_l * w, targets.value_mask_bk)
+    total = loss_weights.value * (value_k * step_scale).sum()
+    reward_k = policy_k = game_over_k = consistency_k = None
+    if reward_pred_bk is not None:
+        reward_l = scalar_prediction_loss(reward_pred_bk, targets.reward_bk, support_size, transform_eps)
+        reward_k = masked_mean_over_batch(reward_l * w, targets.reward_mask_bk)
+        total = total + loss_weights.reward * (reward_k * step_scale[1:]).sum()
+    if policy_bka is not None:
+        # Policy target of step k is the action taken at row k (k < K, where the row is stored).
+        policy_l = torch.zeros(B, K, device=device)
+        c = 0 if cont_action_bka is None else cont_action_bka.shape[-1]
+        if c > 0:
+            policy_l = policy_l + continuous_policy_loss(policy_bka[..., :c], cont_action_bka.clamp(-1, 1))
+        if branches:
+            logits = torch.split(policy_bka[..., c:], list(branches), dim=-1)
+            policy_l = policy_l + discrete_policy_loss(list(logits), disc_action_bkb)
+        policy_k = masked_mean_over_batch(policy_l * w, targets.value_mask_bk[:, :K])
+        total = total + loss_weights.policy * (policy_k * step_scale[:K]).sum()
+    if game_over_logit_bk is not None:
+        go_l = torch.nn.functional.binary_cross_entropy_with_logits(
+            game_over_logit_bk, targets.game_over_bk, reduction="none"
+        )
+        game_over_k = masked_mean_over_batch(go_l * w, targets.game_over_mask_bk)
+        total = total + loss_weights.game_over * (game_over_k * step_scale).sum()
+    if consistency_online_bkd is not None and consistency_target_bkd is not None:
+        cons_l = negative_cosine_similarity(consistency_online_bkd, consistency_target_bkd)
+        consistency_k = masked_mean_over_batch(cons_l * w, targets.value_mask_bk[:, 1:])
+        total = total + loss_weights.consistency * (consistency_k * step_scale[1:]).sum()
+    with torch.no_grad():
+        v0 = prediction_to_scalar(value_pred_bk[:, 0], support_size, transform_eps)
+        value_err_b = (v0 - targets.value_bk[:, 0]).abs()
+    return ModelLosses(total, value_k, reward_k, policy_k, game_over_k, consistency_k, v0, value_err_b)

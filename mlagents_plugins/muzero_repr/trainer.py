@@ -1,17 +1,35 @@
-"""``muzero_repr`` trainer: the shared off-policy base (intake, cadence, replay persistence) plus two updates.
+"""``muzero_repr`` trainer: the shared off-policy base (intake, cadence, replay persistence), replay sampling,
+and two updates.
 
 Every base update (``steps_per_update`` environment steps) makes one SAC update of the RL head; every
 ``model_update_interval`` base updates the learned model makes ``model_updates_per_interval`` MuZero updates
-first, so the representation trains on its own cadence.  Both sample the same replay buffer.
+first, so the representation trains on its own cadence.  Both sample the same replay buffer here, with the run
+seed's generators: start rows (uniform, or by the model's value-error priorities with importance weights, as
+fast_sac's ``sample_starts``) from the base's numpy generator, DrQ shifts and random actions after an episode's
+end from ``torch_rng``.  ``muzero_repr/batch.py`` turns the rows into typed batches; the optimizer's
+``update_model`` and ``update_rl`` take them.  The model update's value errors become the priorities here.
 """
-from typing import Dict, cast
+from typing import Dict, Optional, cast
 
+import numpy as np
+
+from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
+from mlagents_plugins.fast_sac import losses as sac_losses
+from mlagents_plugins.fast_sac.batch import sample_starts
+from mlagents_plugins.fast_sac.optimizer import SACBatch
+from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr.actor import MuZeroActor
-from mlagents_plugins.muzero_repr.optimizer import MuZeroReprOptimizer, check_reward_signals
+from mlagents_plugins.muzero_repr.optimizer import (
+    STAT_PER_BETA,
+    STAT_PRIORITY_MAX,
+    STAT_PRIORITY_MEAN,
+    MuZeroReprOptimizer,
+    check_reward_signals,
+)
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 
@@ -23,6 +41,9 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         super().__init__(*args, **kwargs)
         # At start-up (trainer creation), not later when the first agent connects and the optimizer is built.
         check_reward_signals([t.value for t in self.trainer_settings.reward_signals])
+        # DrQ shifts and random actions after an episode's end draw from the run seed (``--seed``), as the start
+        # rows do (``OffPolicyTrainerBase.rng``).
+        self.torch_rng = torch.Generator().manual_seed(int(self.seed))
 
     @staticmethod
     def get_trainer_name() -> str:
@@ -62,12 +83,61 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         b0 = self.muzero_settings.per_beta
         return b0 + (1.0 - b0) * frac
 
+    # ------------------------------------------------------------------ sampling
+    def _starts(self, rng: Optional[np.random.Generator], per_beta: Optional[float]):
+        """``batch_size`` start rows and their importance weights (None without PER).  With
+        ``prioritized_replay`` both updates draw from the same priorities (the model's value error), so the RL
+        head and the model see one sampling distribution, each corrected back to uniform."""
+        hp = self.muzero_settings
+        beta = self.per_beta() if per_beta is None else per_beta
+        return sample_starts(self.replay, self.rng if rng is None else rng, hp.batch_size, hp.prioritized_replay,
+                             beta, self.optimizer.device)
+
+    def sample_model_batch(
+        self, rng: Optional[np.random.Generator] = None, per_beta: Optional[float] = None
+    ) -> muzero_batch.ModelBatch:
+        """A ``ModelBatch`` of unroll windows.  ``rng`` picks the start rows (default the trainer's generator),
+        ``per_beta`` is the importance-sampling exponent (default ``per_beta()``, annealed to 1)."""
+        hp = self.muzero_settings
+        opt = cast(MuZeroReprOptimizer, self.optimizer)
+        starts, weights = self._starts(rng, per_beta)
+        return muzero_batch.model_batch(
+            self.replay, starts, weights, self.policy.behavior_spec,
+            num_unroll_steps=hp.num_unroll_steps, td_steps=hp.td_steps, reward_scale=opt.reward_scale,
+            with_future_obs=hp.train_repr_prediction, actions_after_end=hp.actions_after_end,
+            shift_pad=hp.random_shift_pad, torch_rng=self.torch_rng, device=opt.device,
+        )
+
+    def sample_rl_batch(self, rng: Optional[np.random.Generator] = None, per_beta: Optional[float] = None) -> SACBatch:
+        """fast_sac's ``SACBatch`` of n-step windows for the SAC head (arguments as ``sample_model_batch``)."""
+        hp = self.muzero_settings
+        opt = cast(MuZeroReprOptimizer, self.optimizer)
+        starts, weights = self._starts(rng, per_beta)
+        return muzero_batch.rl_batch(
+            self.replay, starts, weights, self.policy.behavior_spec, n_step=hp.n_step,
+            reward_scale=opt.reward_scale, gamma=opt.gamma, shift_pad=hp.random_shift_pad,
+            torch_rng=self.torch_rng, device=opt.device,
+        )
+
+    def write_priorities(self, starts: np.ndarray, value_err_b: torch.Tensor) -> Dict[str, float]:
+        """PER priorities ``(|v_0 - z_0| + per_epsilon)^per_alpha`` of the model batch's start rows, and their
+        stats."""
+        hp = self.muzero_settings
+        pr = sac_losses.per_priorities(value_err_b, hp.per_alpha, hp.per_epsilon).cpu().numpy()
+        self.replay.update_priorities(starts, pr)
+        return {STAT_PRIORITY_MEAN: float(pr.mean()), STAT_PRIORITY_MAX: float(pr.max())}
+
     def update_once(self) -> Dict[str, float]:
         hp = self.muzero_settings
         opt = cast(MuZeroReprOptimizer, self.optimizer)
         stats: Dict[str, float] = {}
         if self.num_updates % hp.model_update_interval == 0:
             for _ in range(hp.model_updates_per_interval):
-                stats.update(opt.update_model(self.replay, self.rng, self.per_beta()))
-        stats.update(opt.update_rl(self.replay, self.rng, self.per_beta()))
+                batch = self.sample_model_batch()
+                model_stats, value_err_b = opt.update_model(batch)
+                stats.update(model_stats)
+                if hp.prioritized_replay:
+                    stats.update(self.write_priorities(batch.starts, value_err_b))
+                    stats[STAT_PER_BETA] = self.per_beta()
+        stats.update(opt.update_rl(self.sample_rl_batch()))
         return stats

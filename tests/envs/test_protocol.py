@@ -64,7 +64,7 @@ def trace(env, names, steps, seed=0):
 # Every base scene, the variants that change what goes over the wire (image size and channels, vector and
 # action sizes), and a scene with two behaviors.
 @pytest.mark.parametrize("scene", sorted(SCENES) + ["camera_gray18", "camera36", "balance_distractors",
-                                                    "balance_and_reach"])
+                                                    "reach_sparse_distractors", "balance_and_reach"])
 def test_grpc_matches_in_process_exactly(builds, scene, tmp_path):
     """Handshake, specs, episode ends (success/failure/time-out), masks, PNG images: all bit-identical, for
     every behavior of the scene."""
@@ -218,7 +218,7 @@ def test_write_builds_launchers(tmp_path):
     names = sorted(os.listdir(tmp_path / "b"))
     base = ["Balance.x86_64", "Branches.x86_64", "Camera.x86_64", "Hybrid.x86_64", "Reach.x86_64", "Switching.x86_64"]
     variants = [f"{v.behavior_name}.x86_64" for v in VARIANT_SPECS]  # one launcher per variant too
-    assert names == sorted(base + variants + ["BalanceAndReach.x86_64"]) and len(variants) == 9
+    assert names == sorted(base + variants + ["BalanceAndReach.x86_64"]) and len(variants) == 10
     path = tmp_path / "b" / "Camera.x86_64"
     assert os.access(path, os.X_OK)
     out = subprocess.run([str(path), "--bogus"], capture_output=True, text=True, timeout=60)

@@ -42,7 +42,7 @@ def rollout(scene, policy, decisions, seed=0):
 def test_registry_keys_and_names():
     assert set(SCENES) == {"balance", "branches", "camera", "hybrid", "reach", "switching"}
     assert [SCENES[k].behavior_name for k in NAMES] == ["Balance", "Branches", "Camera", "Hybrid", "Reach", "Switching"]
-    with pytest.raises(ValueError, match="scene='nope'.*allowed: balance, balance_and_reach, balance_big_reward_long, .*, reach, switching,"):
+    with pytest.raises(ValueError, match="scene='nope'.*allowed: balance, balance_and_reach, balance_big_reward_long, .*, reach, reach_sparse_distractors, switching,"):
         scene_class("nope")
 
 

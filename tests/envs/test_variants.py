@@ -76,6 +76,30 @@ def test_ignored_actions_do_nothing_and_distractors_do_not_change_the_task():
     np.testing.assert_array_equal(base.observe()[0], scene_class("balance_distractors")(num_areas=1, seed=2).observe()[0][:, :8])
 
 
+def test_sparse_reach_with_distractors_keeps_reachs_episodes():
+    """reach_sparse_distractors: reach's episodes under the same actions, reward 1 exactly at success, and reach's
+    6 observation values followed by 8 noise values."""
+    base = SCENES["reach"](num_areas=1, seed=3)
+    var = scene_class("reach_sparse_distractors")(num_areas=1, seed=3)
+    assert var.observation_specs[0].shape == (14,) and var.action_spec == base.action_spec
+    rng = np.random.default_rng(1)
+    successes = failures = 0
+    noise = []
+    for _ in range(300):
+        np.testing.assert_array_equal(var.observe()[0][:, :6], base.observe()[0])
+        noise.append(var.observe()[0][:, 6:])
+        act = ActionTuple(discrete=rng.integers(0, 3, (4, 2)).astype(np.int32))
+        rb, rv = base.step(act), var.step(act)
+        for field in ("done", "success", "interrupted"):
+            np.testing.assert_array_equal(getattr(rv, field), getattr(rb, field))
+        np.testing.assert_array_equal(rv.reward, rb.success.astype(np.float32))
+        successes += int(rb.success.sum())
+        failures += int((rb.done & ~rb.success & ~rb.interrupted).sum())
+    assert successes > 0 and failures > 0  # both kinds of episode end were compared
+    noise = np.concatenate(noise)
+    assert -1.0 <= noise.min() and noise.max() <= 1.0 and 0.5 < noise.std() < 0.65  # uniform in [-1, 1]
+
+
 def test_images_resampled_and_gray_keeps_the_objects_apart():
     base = SCENES["camera"](num_areas=1, seed=6).observe()[0]
     gray = scene_class("camera_gray18")(num_areas=1, seed=6).observe()[0]

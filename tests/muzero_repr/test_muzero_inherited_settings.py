@@ -98,7 +98,7 @@ def test_actor_min_q_selects_the_actors_critic_objective(tmp_path, monkeypatch):
         real = opt.q_net.frozen
         monkeypatch.setattr(opt.q_net, "frozen",
                             lambda s, a, first_only: calls.append(first_only) or real(s, a, first_only))
-        opt.update_rl(trainer.replay, trainer.rng)
+        opt.update_rl(trainer.sample_rl_batch())
         assert calls == [want_first_only], value
 
 

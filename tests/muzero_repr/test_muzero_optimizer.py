@@ -1,8 +1,12 @@
-"""Optimizer: both updates run for every action kind; gradient routing of the RL loss; priorities."""
+"""Optimizer: both updates run for every action kind; gradient routing of the RL loss; priorities written by the
+trainer."""
+import copy
+
 import numpy as np
 import pytest
 import torch
 
+from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr import optimizer as O
 from mlagents_plugins.fast_sac import optimizer as SO
 
@@ -41,7 +45,7 @@ def test_rl_loss_reaches_representation_only_when_enabled(tmp_path, rl_grad):
     repr_before = _params(opt.actor.representation)
     dyn_before = _params(opt.model.dynamics_trunk)
     head_before = _params(opt.actor.network_body.head)
-    opt.update_rl(trainer.replay, trainer.rng)
+    opt.update_rl(trainer.sample_rl_batch())
     assert any(_changed(head_before, opt.actor.network_body.head))
     assert not any(_changed(dyn_before, opt.model.dynamics_trunk))
     assert any(_changed(repr_before, opt.actor.representation)) == rl_grad
@@ -56,7 +60,7 @@ def test_model_update_trains_shared_representation_not_rl_head(tmp_path):
     repr_before = _params(opt.actor.representation)
     head_before = _params(opt.actor.network_body.head)
     q_before = _params(opt.q_net)
-    opt.update_model(trainer.replay, trainer.rng)
+    opt.update_model(trainer.sample_model_batch())
     assert any(_changed(repr_before, opt.actor.representation))
     assert not any(_changed(head_before, opt.actor.network_body.head))
     assert not any(_changed(q_before, opt.q_net))
@@ -67,14 +71,18 @@ def test_prioritized_model_update_writes_value_error_priorities(tmp_path):
     trainer = make_trainer(spec, tmp_path, prioritized_replay=True, per_alpha=1.0, per_epsilon=1e-3)
     fill(trainer, spec, np.random.default_rng(3))
     opt = trainer.optimizer
-    # Recompute the expected priorities from the same batch with the model frozen at its pre-update weights.
-    rng_copy = np.random.default_rng(5)
-    batch = opt.sample_model_batch(trainer.replay, rng_copy)
+    # The batch the trainer's next model update will sample (a copy of its generator), and its value errors
+    # with the model at its pre-update weights: the priorities update_once must write for those rows.
+    batch = trainer.sample_model_batch(copy.deepcopy(trainer.rng))
     with torch.no_grad():
-        _, _, value_err, _, _ = opt.model_loss(batch)
-    opt.update_model(trainer.replay, np.random.default_rng(5))
+        value_err = opt.model_loss(batch).losses.value_err_b
+    before = trainer.replay.priorities.priorities(np.arange(trainer.replay.size)).copy()
+    stats = trainer.update_once()
     got = trainer.replay.priorities.priorities(batch.starts)
     assert np.allclose(got, value_err.numpy() + 1e-3, rtol=1e-4)
+    untouched = np.setdiff1d(np.arange(trainer.replay.size), batch.starts)
+    assert len(untouched) and np.array_equal(trainer.replay.priorities.priorities(untouched), before[untouched])
+    assert stats[O.STAT_PRIORITY_MAX] == pytest.approx(float(got.max()), rel=1e-6)
 
 
 def test_model_target_network_follows_period(tmp_path):
@@ -82,10 +90,10 @@ def test_model_target_network_follows_period(tmp_path):
     trainer = make_trainer(spec, tmp_path, model_target_update_period=2, model_target_update_tau=1.0)
     fill(trainer, spec, np.random.default_rng(4))
     opt = trainer.optimizer
-    opt.update_model(trainer.replay, trainer.rng)
+    opt.update_model(trainer.sample_model_batch())
     online = dict(opt.model.named_parameters())
     assert any(not torch.equal(p, online[n]) for n, p in opt.target_model.named_parameters())
-    opt.update_model(trainer.replay, trainer.rng)
+    opt.update_model(trainer.sample_model_batch())
     online = dict(opt.model.named_parameters())
     assert all(torch.equal(p, online[n]) for n, p in opt.target_model.named_parameters())
 
@@ -98,7 +106,7 @@ def test_target_model_copies_normaliser_statistics(tmp_path):
     opt = trainer.optimizer
     online = dict(opt.model.named_buffers())
     assert any("running_mean" in n for n in online)
-    opt.update_model(trainer.replay, trainer.rng)
+    opt.update_model(trainer.sample_model_batch())
     for n, b in opt.target_model.named_buffers():
         assert torch.equal(b, dict(opt.model.named_buffers())[n]), n
     # weights moved only half way (tau = 0.5), so they still differ from the online model
@@ -114,7 +122,7 @@ def test_importance_weights_use_annealed_beta(tmp_path):
     trainer.replay.update_priorities(np.arange(rows), np.linspace(0.1, 3.0, rows))
     trainer._step = trainer.trainer_settings.max_steps // 2
     assert trainer.per_beta() == pytest.approx(0.7)
-    batch = trainer.optimizer.sample_model_batch(trainer.replay, np.random.default_rng(9), trainer.per_beta())
+    batch = trainer.sample_model_batch(np.random.default_rng(9))  # default: the annealed per_beta()
     pri = trainer.replay.priorities.priorities(batch.starts)
     total = trainer.replay.priorities.total
     w = [(rows * p / total) ** -0.7 for p in pri]
@@ -140,15 +148,15 @@ def test_rl_temperature_target_is_mask_aware(tmp_path, monkeypatch):
             steps.append(exp._replace(action_mask=mask))
         trainer._process_trajectory(traj._replace(steps=steps))
     seen = {}
-    real = O.S.temperature_loss
+    real = O.sac_losses.temperature_loss
 
     def spy(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches):
         seen["target"] = torch.as_tensor(target_disc).clone()
         seen["lp_d"] = lp_d.detach().clone()
         return real(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches)
 
-    monkeypatch.setattr(O.S, "temperature_loss", spy)
-    trainer.optimizer.update_rl(trainer.replay, trainer.rng)
+    monkeypatch.setattr(O.sac_losses, "temperature_loss", spy)
+    trainer.optimizer.update_rl(trainer.sample_rl_batch())
     target = seen["target"]
     assert target.shape == (16, 2)
     # Naive reference: count the actions the policy could take (finite, non-negligible log-prob) per branch.
@@ -167,16 +175,16 @@ def test_actor_loss_never_reaches_representation(tmp_path, monkeypatch):
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=True)
     fill(trainer, spec, np.random.default_rng(4))
     opt = trainer.optimizer
-    real = O.S.twin_q_loss
+    real = O.sac_losses.twin_q_loss
 
     def critic_off(q1, q2, y, *args, **kwargs):
         l1, l2, td = real(q1, q2, y, *args, **kwargs)
         return l1 * 0.0, l2 * 0.0, td
 
-    monkeypatch.setattr(O.S, "twin_q_loss", critic_off)
+    monkeypatch.setattr(O.sac_losses, "twin_q_loss", critic_off)
     repr_before = _params(opt.actor.representation)
     head_before = _params(opt.actor.network_body.head)
-    opt.update_rl(trainer.replay, trainer.rng)
+    opt.update_rl(trainer.sample_rl_batch())
     assert any(_changed(head_before, opt.actor.network_body.head))  # the actor loss did train the actor
     assert not any(_changed(repr_before, opt.actor.representation))
 
@@ -193,7 +201,7 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
     pri[favoured] = [1.0, 3.0]
     trainer.replay.update_priorities(np.arange(rows), pri)
     seen = {}
-    real_window, real_loss = O.window_batch, O.S.twin_q_loss
+    real_window, real_loss = muzero_batch.window_batch, O.sac_losses.twin_q_loss
 
     def spy_window(replay, starts, *args):
         seen["starts"] = np.array(starts)
@@ -203,9 +211,9 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
         seen["weights"] = None if weights is None else weights.clone()
         return real_loss(q1, q2, y, weights)
 
-    monkeypatch.setattr(O, "window_batch", spy_window)
-    monkeypatch.setattr(O.S, "twin_q_loss", spy_loss)
-    trainer.optimizer.update_rl(trainer.replay, np.random.default_rng(0), per_beta=0.8)
+    monkeypatch.setattr(muzero_batch, "window_batch", spy_window)
+    monkeypatch.setattr(O.sac_losses, "twin_q_loss", spy_loss)
+    trainer.optimizer.update_rl(trainer.sample_rl_batch(np.random.default_rng(0), per_beta=0.8))
     starts = seen["starts"]
     assert set(starts.tolist()) <= set(favoured.tolist()) and len(set(starts.tolist())) == 2
     total = pri.sum()
@@ -216,5 +224,5 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
 
     uniform = make_trainer(spec, tmp_path / "u", batch_size=32)
     fill(uniform, spec, np.random.default_rng(11))
-    uniform.optimizer.update_rl(uniform.replay, np.random.default_rng(0))
+    uniform.optimizer.update_rl(uniform.sample_rl_batch(np.random.default_rng(0)))
     assert seen["weights"] is None and len(set(seen["starts"].tolist())) > 2

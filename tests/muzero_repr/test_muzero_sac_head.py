@@ -148,7 +148,7 @@ def test_each_loss_reaches_only_its_parameters(tmp_path, cont, branches, rl_grad
     critic = list(opt.q_net.parameters())
     temps = list(opt.temperatures.parameters())
     dynamics = [p for n, p in opt.model.named_parameters() if not n.startswith("representation.")]
-    out = opt.rl_losses(opt.sample_rl_batch(trainer.replay, trainer.rng))
+    out = opt.rl_losses(trainer.sample_rl_batch())
     for q_loss in (out.q1_loss, out.q2_loss):
         assert _nonzero(q_loss, critic)
         assert _nonzero(q_loss, rep) == rl_grad  # the critic's TD loss trains h only when allowed
@@ -159,6 +159,6 @@ def test_each_loss_reaches_only_its_parameters(tmp_path, cont, branches, rl_grad
     assert not _nonzero(out.policy_loss, temps)
     assert _nonzero(out.temperature_loss, temps)
     assert not any(_nonzero(out.temperature_loss, ps) for ps in (head, critic, rep))
-    total, _, _, _, _ = opt.model_loss(opt.sample_model_batch(trainer.replay, trainer.rng))
+    total = opt.model_loss(trainer.sample_model_batch()).losses.total
     assert _nonzero(total, rep) and _nonzero(total, dynamics)  # model losses train h and the model
     assert not _nonzero(total, head) and not _nonzero(total, critic) and not _nonzero(total, temps)

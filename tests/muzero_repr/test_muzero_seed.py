@@ -1,5 +1,5 @@
 """Randomness of muzero_repr's updates comes from the run seed (``--seed``, passed to the trainer): start rows
-(the trainer's numpy generator), DrQ shifts and random actions after an episode's end (the optimizer's torch
+(the trainer's numpy generator), DrQ shifts and random actions after an episode's end (the trainer's torch
 generator)."""
 import numpy as np
 import torch
@@ -18,9 +18,8 @@ def _trainer(tmp_path, seed):
 
 def _draws(trainer, rows_rng):
     """Tensors of one model batch and one RL batch sampled with ``rows_rng`` picking the start rows."""
-    opt = trainer.optimizer
-    mb = opt.sample_model_batch(trainer.replay, rows_rng)
-    rb = opt.sample_rl_batch(trainer.replay, rows_rng)
+    mb = trainer.sample_model_batch(rows_rng)
+    rb = trainer.sample_rl_batch(rows_rng)
     return [torch.as_tensor(mb.starts), mb.obs_0[0], mb.actions_enc_bka, rb.obs[0], rb.next_obs[0]]
 
 

@@ -1,8 +1,10 @@
 """Settings validation: bad values name the field, the value and what is allowed."""
+import attr
 import cattr
 import pytest
 from mlagents.trainers.exception import TrainerConfigError
 
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 
 
@@ -53,3 +55,13 @@ def test_extrinsic_only_is_accepted(tmp_path):
     settings = TrainerSettings.structure({"trainer_type": "muzero_repr"}, TrainerSettings)
     trainer = MuZeroReprTrainer("B", 10, settings, True, False, 0, str(tmp_path / "B"))
     assert trainer.get_trainer_name() == "muzero_repr"
+
+
+def test_sac_head_defaults_are_fast_sacs():
+    """Every field muzero_repr inherits from fast_sac (the SAC head and the off-policy base) defaults to fast_sac's
+    value, so a config that leaves them unset trains the same SAC head in both trainers (init_entcoef included)."""
+    ours, theirs = MuZeroReprSettings(), FastSACSettings()
+    fields = [f.name for f in attr.fields(FastSACSettings)]
+    assert "init_entcoef" in fields and "actor_min_q" in fields
+    differing = {n: (getattr(ours, n), getattr(theirs, n)) for n in fields if getattr(ours, n) != getattr(theirs, n)}
+    assert differing == {}

@@ -25,11 +25,11 @@ def test_model_stats_equal_a_direct_computation(tmp_path):
     fill(trainer, spec, np.random.default_rng(0), n_traj=8)
     opt, hp = trainer.optimizer, trainer.optimizer.hp
     K = hp.num_unroll_steps
-    batch = opt.sample_model_batch(trainer.replay, np.random.default_rng(5))
+    batch = trainer.sample_model_batch(np.random.default_rng(5))
     with torch.no_grad():
         outs = opt.model.unroll(batch.obs_0, batch.actions_enc_bka, hp.recurrent_gradient_scaling_factor)
         # The targets themselves are checked against a loop in test_muzero_targets.
-        _, _, _, _, tg = opt.model_loss(batch)
+        tg = opt.model_loss(batch).targets
         value_l = [ML.scalar_prediction_loss(o.value.unsqueeze(1), tg.value_bk[:, k:k + 1], 3, opt.transform_eps)[:, 0]
                    for k, o in enumerate(outs)]
         reward_l = [ML.scalar_prediction_loss(outs[k].reward.unsqueeze(1), tg.reward_bk[:, k - 1:k], 3,
@@ -37,7 +37,7 @@ def test_model_stats_equal_a_direct_computation(tmp_path):
         v0 = ML.prediction_to_scalar(outs[0].value, 3, opt.transform_eps)
     latents = [o.latent.numpy().astype(np.float64) for o in outs]
     z0 = tg.value_bk[:, 0].numpy().astype(np.float64)
-    stats = opt.update_model(trainer.replay, np.random.default_rng(5))
+    stats, _ = opt.update_model(batch)
 
     def masked_mean(values, mask):
         rows = [float(v) for v, m in zip(values, mask) if m]
@@ -63,14 +63,14 @@ def test_sac_head_stats_equal_a_direct_computation(tmp_path):
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=True, init_entcoef=0.3)
     fill(trainer, spec, np.random.default_rng(1), n_traj=8)
     opt = trainer.optimizer
-    batch = opt.sample_rl_batch(trainer.replay, np.random.default_rng(6))
+    batch = trainer.sample_rl_batch(np.random.default_rng(6))
     with torch.no_grad():
         z = opt.actor.representation(batch.obs)
         q1_all, q2_all = opt.q_net([z], batch.cont_actions)
     a = batch.disc_actions[:, 0].numpy()
     q1 = np.array([q1_all[b, 0, a[b]].item() for b in range(len(a))], np.float64)  # one branch: its entry
     q2 = np.array([q2_all[b, 0, a[b]].item() for b in range(len(a))], np.float64)
-    stats = opt.update_rl(trainer.replay, np.random.default_rng(6))
+    stats = opt.update_rl(batch)
     _close(stats[SO.STAT_Q_ABS], np.abs(q1).mean(), "Q1 abs")
     _close(stats[SO.STAT_Q_STD], q1.std(), "Q1 std")
     _close(stats[SO.STAT_TWIN_GAP], np.abs(q1 - q2).mean(), "twin gap")

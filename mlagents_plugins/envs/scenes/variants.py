@@ -57,6 +57,9 @@ VARIANT_SPECS: Tuple[VariantSpec, ...] = (
     VariantSpec("hybrid_sparse", "HybridSparse", "hybrid", VALIDATION, threshold=0.7, success_reward_only=True),
     VariantSpec("branches_short", "BranchesShort", "branches", VALIDATION, threshold=0.6, max_episode_steps=20),
     VariantSpec("camera36", "Camera36", "camera", VALIDATION, threshold=0.6, image_size=36),
+    # Where a learned model should pay (issue #15): success-only reward and observation values the task ignores.
+    VariantSpec("reach_sparse_distractors", "ReachSparseDistractors", "reach", VALIDATION, threshold=0.8,
+                success_reward_only=True, distractor_obs=8),
 )
 
 
