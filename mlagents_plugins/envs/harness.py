@@ -97,6 +97,14 @@ def _tail_mean(curve: List[Tuple[int, float]], window: int) -> float:
     return float(np.mean([v for _, v in curve[-window:]]))
 
 
+def _drop_pending_stats(category: str) -> None:
+    """Forget the values ML-Agents' process-wide ``StatsReporter`` holds for ``category`` and has not written yet
+    (episodes that ended after a run's last summary), so they do not enter the next run's first summary."""
+    with StatsReporter.lock:
+        StatsReporter.stats_dict.pop(category, None)
+        StatsReporter.stats_aggregation.pop(category, None)
+
+
 def train_in_process(
     config: Dict[str, Any],
     scene: str,
@@ -173,6 +181,7 @@ def train_in_process(
     )
     controller = TrainerController(factory, write_path, run_id, param_manager, True, seed)
     writer = _CaptureWriter(behavior)
+    _drop_pending_stats(behavior)  # an earlier run in this process may have left values after its last summary
     StatsReporter.add_writer(writer)
     start = time.time()
     try:
@@ -181,6 +190,7 @@ def train_in_process(
         with StatsReporter.lock:
             if writer in StatsReporter.writers:
                 StatsReporter.writers.remove(writer)
+        _drop_pending_stats(behavior)
         env_manager.close()
         GlobalTrainingStatus.save_state(status_file)
     wall = time.time() - start

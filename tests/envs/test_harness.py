@@ -41,6 +41,19 @@ def test_short_run_writes_models_and_curves_and_reads_parameters(tmp_path):
     assert [s for s, _ in again.reward_curve] == [4000]
 
 
+def test_a_run_does_not_see_stats_left_by_an_earlier_one(tmp_path):
+    from mlagents.trainers.stats import StatsReporter
+
+    # What an earlier run in this process leaves when episodes end after its last summary.
+    StatsReporter("Branches").add_stat("Environment/Cumulative Reward", 1.0e6)
+    StatsReporter("Branches").add_stat("Scene/Difficulty", 7.0)
+    res = train_in_process(dict(PPO, summary_freq=1000), "branches", max_steps=1000, output_dir=str(tmp_path),
+                           environment_parameters={"difficulty": 0.3})
+    assert res.reward_curve and all(r < 100.0 for _, r in res.reward_curve), res.reward_curve
+    assert all(abs(v - 0.3) < 1e-6 for _, v in res.stats["Scene/Difficulty"])
+    assert "Branches" not in StatsReporter.stats_dict  # and it leaves nothing for the next one
+
+
 def test_ppo_solves_balance_within_30k_steps(tmp_path):
     res = train_in_process(PPO, "balance", max_steps=30000, num_areas=2, output_dir=str(tmp_path))
     assert res.final_mean_reward >= SCENES["balance"].success_threshold, res.reward_curve
