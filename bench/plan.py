@@ -82,7 +82,7 @@ DEFAULTS = Budget(
     "defaults",
     tuple(scenes_in("validation")),
     {"balance_big_reward_long": 30000, "balance_distractors": 30000, "branches_short": 20000, "camera36": 10000,
-     "hybrid_sparse": 20000, "switching_noisy": 20000},
+     "hybrid_sparse": 20000, "reach_sparse_distractors": 20000, "switching_noisy": 20000},
     (0, 1, 2),
     None,
     (),

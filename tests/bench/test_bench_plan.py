@@ -98,6 +98,7 @@ def test_defaults_budget_runs_minimal_dropin_configs_on_the_validation_scenes(tm
     from mlagents_plugins.envs.scenes import scenes_in
 
     assert set(plan.DEFAULTS.scenes) == set(scenes_in("validation")) and len(plan.DEFAULTS.seeds) >= 3
+    assert set(plan.DEFAULTS.steps) == set(plan.DEFAULTS.scenes)  # every validation scene has its own budget
     jobs, skipped = plan.plan_jobs(plan.DEFAULTS, ["fast_sac", "taac", "impala", "muzero_repr"],
                                    config_dir=str(tmp_path))
     assert {j.mode for j in jobs} == {"in_process"}
