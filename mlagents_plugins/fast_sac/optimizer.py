@@ -207,4 +207,6 @@ def sac_stats(out: SACLosses, temperatures: Temperatures, has_cont: bool, branch
             scalars[STAT_DISC_ENTCOEF] = alpha_d.mean()
         stats = dict(zip(scalars, torch.stack(list(scalars.values())).tolist()))
     stats.update(zip(_diagnostic_keys(len(branches)), out.diagnostics.tolist()))
+    # Every temperature stat after the step: the per-branch ones too, so they agree with the discrete mean.
+    stats.update(zip((STAT_BRANCH_ENTCOEF.format(i) for i in range(len(branches))), alpha_d.tolist()))
     return stats

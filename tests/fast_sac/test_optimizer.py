@@ -113,6 +113,11 @@ def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
                 O.STAT_Q_ABS, O.STAT_Q_STD, O.STAT_TWIN_GAP, O.STAT_TARGET_MEAN, O.STAT_TARGET_DRIFT, O.STAT_BRANCH_MIN_BIAS):
         assert np.isfinite(stats[key]), key
     assert O.STAT_BRANCH_ENTROPY.format(2) not in stats
+    # All temperature stats are the values after the step, so the branches average to the discrete coefficient.
+    alpha_d = opt.temperatures.log_alpha_disc.exp().tolist()
+    assert alpha_d[0] != pytest.approx(0.3, abs=1e-9) and alpha_d[1] != pytest.approx(0.07, abs=1e-9)
+    assert [stats[O.STAT_BRANCH_ENTCOEF.format(i)] for i in (0, 1)] == pytest.approx(alpha_d, rel=1e-6)
+    assert stats[O.STAT_DISC_ENTCOEF] == pytest.approx(sum(alpha_d) / 2, rel=1e-6)
 
 
 def test_fast_cpu_matmul_gives_the_same_losses_and_gradients(tmp_path):

@@ -81,7 +81,7 @@ def test_sac_head_stats_equal_a_direct_computation(tmp_path):
     _close(stats[SO.STAT_CONT_ENTCOEF], alpha_c, "alpha cont")
     _close(stats[SO.STAT_DISC_ENTCOEF], alpha_d, "alpha disc")
     _close(stats[SO.STAT_ENTCOEF], (alpha_c + alpha_d) / 2, "alpha mean")
-    _close(stats[SO.STAT_BRANCH_ENTCOEF.format(0)], 0.3, "branch temperature used in the step")
+    _close(stats[SO.STAT_BRANCH_ENTCOEF.format(0)], alpha_d, "branch temperature, after the step as the others")
     for key in (SO.STAT_Q1_LOSS, SO.STAT_Q2_LOSS, SO.STAT_POLICY_LOSS, SO.STAT_ENTCOEF_LOSS, SO.STAT_TARGET_MEAN,
                 SO.STAT_TARGET_DRIFT, SO.STAT_LR, SO.STAT_ENTROPY):
         assert np.isfinite(stats[key]), key
