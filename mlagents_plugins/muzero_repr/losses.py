@@ -12,20 +12,10 @@ from typing import List, NamedTuple, Optional, Sequence
 from mlagents.torch_utils import torch
 
 from mlagents_plugins.muzero_repr.targets import UnrollTargets
+from mlagents_plugins.tensor_utils import check_same_shape, check_shape
 
 # MuZero Appendix F uses eps = 0.001 for h(x).
 DEFAULT_VALUE_TRANSFORM_EPS = 0.001
-
-
-def _check_same_shape(**tensors: torch.Tensor) -> None:
-    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
-    if len(set(shapes.values())) > 1:
-        raise ValueError(f"expected tensors of equal shape, got {shapes}")
-
-
-def _check_rank(name: str, t: torch.Tensor, rank: int) -> None:
-    if t.dim() != rank:
-        raise ValueError(f"{name} must have rank {rank}, got shape {tuple(t.shape)}")
 
 
 def scale_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
@@ -135,7 +125,7 @@ def scalar_prediction_loss(
             )
         y_probs = scalar_to_support(y, support_size)
         return -(y_probs * torch.log_softmax(pred, dim=-1)).sum(-1)
-    _check_same_shape(pred=pred, target=target)
+    check_same_shape("scalar_prediction_loss", pred=pred, target=target)
     return 0.5 * (pred - y) ** 2
 
 
@@ -157,7 +147,7 @@ def negative_cosine_similarity(pred: torch.Tensor, target: torch.Tensor) -> torc
 
     EfficientZero Sec. 3.1 (SimSiam-style consistency): the target branch carries no gradient.
     """
-    _check_same_shape(pred=pred, target=target)
+    check_same_shape("negative_cosine_similarity", pred=pred, target=target)
     p = torch.nn.functional.normalize(pred, dim=-1)
     z = torch.nn.functional.normalize(target.detach(), dim=-1)
     return -(p * z).sum(-1)
@@ -168,8 +158,8 @@ def masked_mean_over_batch(loss_bk: torch.Tensor, mask_bk: torch.Tensor) -> torc
 
     A step with no valid sample gives 0 (not NaN) so it neither contributes a gradient nor poisons stats.
     """
-    _check_rank("loss_bk", loss_bk, 2)
-    _check_same_shape(loss_bk=loss_bk, mask_bk=mask_bk)
+    check_shape("loss_bk", loss_bk, (None,) * 2)
+    check_same_shape("masked_mean_over_batch", loss_bk=loss_bk, mask_bk=mask_bk)
     m = mask_bk.to(loss_bk.dtype)
     return (loss_bk * m).sum(0) / m.sum(0).clamp(min=1.0)
 
@@ -180,8 +170,8 @@ def continuous_policy_loss(mean_bka: torch.Tensor, action_bka: torch.Tensor) -> 
     Deviation from MuZero: without MCTS there is no visit-count policy, so the policy target is the
     behaviour action actually taken at that step (what the data says the actor did).
     """
-    _check_rank("mean_bka", mean_bka, 3)
-    _check_same_shape(mean_bka=mean_bka, action_bka=action_bka)
+    check_shape("mean_bka", mean_bka, (None,) * 3)
+    check_same_shape("continuous_policy_loss", mean_bka=mean_bka, action_bka=action_bka)
     return 0.5 * ((mean_bka - action_bka) ** 2).sum(-1)
 
 
@@ -192,14 +182,14 @@ def discrete_policy_loss(
 
     Summed over branches, giving ``[B, K]``.
     """
-    _check_rank("action_bkb", action_bkb, 3)
+    check_shape("action_bkb", action_bkb, (None,) * 3)
     if action_bkb.shape[-1] != len(logits_per_branch):
         raise ValueError(
             f"action_bkb has {action_bkb.shape[-1]} branches but {len(logits_per_branch)} logits were given"
         )
     total: List[torch.Tensor] = []
     for b, logits in enumerate(logits_per_branch):
-        _check_rank(f"logits_per_branch[{b}]", logits, 3)
+        check_shape(f"logits_per_branch[{b}]", logits, (None,) * 3)
         if logits.shape[:2] != action_bkb.shape[:2]:
             raise ValueError(
                 f"logits_per_branch[{b}] shape {tuple(logits.shape)} does not match action [B, K] "
