@@ -1,5 +1,6 @@
 """Does a trainer *hold* what it learns?  Long in-process runs, per seed: steps to threshold, best and final
-rolling mean, and whether the final rolling mean stays >= 0.9 x the best (issue #14).
+rolling mean, whether the final rolling mean stays >= 0.9 x the best, and the lowest rolling mean once the
+threshold was reached (a fall the run recovers from before its end; issue #14).
 
     .venv/bin/python -m bench.holding --scene reach --trainers fast_sac sac --seeds 0 1 2 --steps 30000 \
         --json results/holding/reach.json [--set actor_min_q=false ...]
@@ -86,12 +87,26 @@ def rolling(curve: Sequence[Tuple[int, float]], window: int) -> List[Tuple[int, 
 
 
 def holding_summary(curve: Sequence[Tuple[int, float]], threshold: float, window: int = 3) -> dict:
-    """Steps to threshold (first raw summary >= threshold), best and final rolling mean, final / best."""
+    """Steps to threshold (first raw summary >= threshold), best and final rolling mean, final / best, and the
+    lowest rolling mean once the threshold was reached (over the windows that start at or after the first
+    summary >= threshold; nan if it never was or no such window) with its ratio to the best: a fall that the
+    run recovers from before its end leaves final / best high but shows in ``min_after_threshold`` /
+    ``dip_ratio``."""
     roll = rolling(curve, window)
-    hit: Optional[int] = next((s for s, r in curve if r >= threshold), None)
+    i_hit: Optional[int] = next((i for i, (_, r) in enumerate(curve) if r >= threshold), None)
+    hit = curve[i_hit][0] if i_hit is not None else None
     best = max((r for _, r in roll), default=math.nan)
     final = roll[-1][1] if roll else math.nan
-    return dict(steps_to_threshold=hit, best=best, final=final, hold_ratio=final / best if best > 0 else math.nan)
+    after = [r for _, r in roll[i_hit + window - 1 :]] if i_hit is not None else []
+    low = min(after) if after else math.nan
+    return dict(
+        steps_to_threshold=hit,
+        best=best,
+        final=final,
+        hold_ratio=final / best if best > 0 else math.nan,
+        min_after_threshold=low,
+        dip_ratio=low / best if best > 0 and after else math.nan,
+    )
 
 
 class _Progress:
@@ -162,7 +177,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(
                 f"{args.scene} {trainer:9s} seed {seed} {overrides if trainer != 'sac' else ''}: "
                 f"threshold@{summ['steps_to_threshold']} best {summ['best']:.3f} final {summ['final']:.3f} "
-                f"hold {summ['hold_ratio']:.2f} ({rec['wall_s']} s)",
+                f"hold {summ['hold_ratio']:.2f} min after threshold {summ['min_after_threshold']:.3f} "
+                f"(dip {summ['dip_ratio']:.2f}) ({rec['wall_s']} s)",
                 flush=True,
             )
             print("   curve:", " ".join(f"{r:.2f}" for _, r in res.reward_curve), flush=True)

@@ -21,6 +21,23 @@ def test_holding_summary_of_a_collapse():
     assert s["best"] == pytest.approx(1.5)
     assert s["final"] == pytest.approx(-0.5)
     assert s["hold_ratio"] == pytest.approx(-0.5 / 1.5)
+    assert s["min_after_threshold"] == pytest.approx(-0.5) and s["dip_ratio"] == pytest.approx(-0.5 / 1.5)
+
+
+def test_holding_summary_sees_a_fall_the_run_recovers_from():
+    # threshold first reached at step 2 (raw 1.0); rolling means (window 2): 0.0, 0.5, 1.5, 1.5, 0.25, 0.0, 1.0, 1.5
+    curve = [(1, 0.0), (2, 1.0), (3, 2.0), (4, 1.0), (5, -0.5), (6, 0.5), (7, 1.5), (8, 1.5)]
+    s = holding_summary(curve, threshold=1.0, window=2)
+    assert s["best"] == pytest.approx(1.5) and s["final"] == pytest.approx(1.5)
+    assert s["hold_ratio"] == pytest.approx(1.0)  # final / best misses the fall ...
+    assert s["min_after_threshold"] == pytest.approx(0.0)  # ... the lowest rolling mean after the threshold not
+    assert s["dip_ratio"] == pytest.approx(0.0)
+    # windows that reach back before the threshold do not count (the 0.5 at step 2 is still learning), and
+    # a fall before a later, higher best counts
+    late_best = [(1, 0.0), (2, 1.0), (3, 1.2), (4, 0.4), (5, 0.4), (6, 1.6), (7, 1.6)]
+    r = holding_summary(late_best, threshold=1.0, window=2)
+    assert r["steps_to_threshold"] == 2 and r["best"] == pytest.approx(1.6)
+    assert r["min_after_threshold"] == pytest.approx(0.4) and r["dip_ratio"] == pytest.approx(0.4 / 1.6)
 
 
 def test_holding_summary_never_reached_and_non_positive_best():
@@ -28,6 +45,7 @@ def test_holding_summary_never_reached_and_non_positive_best():
     assert s["steps_to_threshold"] is None
     assert s["best"] == pytest.approx(-1.5) and s["final"] == pytest.approx(-1.5)
     assert math.isnan(s["hold_ratio"])  # a ratio to a best <= 0 means nothing
+    assert math.isnan(s["min_after_threshold"]) and math.isnan(s["dip_ratio"])
 
 
 def test_builtin_sac_gets_only_the_shared_fields_and_no_overrides():
