@@ -13,7 +13,7 @@ a hyperparameter of our trainers (fast_sac, muzero_repr), never built-in sac's, 
 built-in sac can be switched at a time.  For muzero_repr as issue #15 ran it (its defaults but for the shared
 fields) add ``--set init_entcoef=1.0``.  One run at a time, one torch thread (the machine is shared).  Runs of
 one seed are not reproducible: two hybrid runs of seed 1, same config but for ``--steps`` (24k, 48k; the
-learning rate is constant), parted from the 2000-step summary on (bench/reruns/issue14-hybrid), so compare
+learning rate is constant), parted from the 2000-step summary on (bench/results/issue14-hybrid), so compare
 trainers over seeds, not single curves.
 """
 import argparse

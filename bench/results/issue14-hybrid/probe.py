@@ -3,12 +3,12 @@ roll-out of a snapshot that shows what the policy does in the hybrid scene again
 
 Train (any ``bench.holding`` arguments after ``train``; snapshots every ``--snap-every`` trainer steps):
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/reruns/issue14-hybrid/probe.py train --snap-dir /tmp/snaps \
+    OMP_NUM_THREADS=1 .venv/bin/python bench/results/issue14-hybrid/probe.py train --snap-dir /tmp/snaps \
         --snap-every 2000 -- --scene hybrid --trainers fast_sac --seeds 1 --steps 32000
 
 Roll out one snapshot (sampling as in training, fresh scene, no learning):
 
-    .venv/bin/python bench/reruns/issue14-hybrid/probe.py rollout /tmp/snaps/seed1_step24000.pt --episodes 400
+    .venv/bin/python bench/results/issue14-hybrid/probe.py rollout /tmp/snaps/seed1_step24000.pt --episodes 400
 
 A snapshot is ``torch.save`` of deep copies of the policy's actor, the twin critics and their targets and the
 temperatures, taken in the trainer's process (analysis only: nothing here is part of the trainer).

@@ -2,7 +2,7 @@
 treats every episode end; nothing else changes.  The same change as ``timeout_terminal.patch``, made at run
 time so the working tree stays as committed.
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/reruns/issue14-hybrid/timeout_terminal.py --scene hybrid \
+    OMP_NUM_THREADS=1 .venv/bin/python bench/results/issue14-hybrid/timeout_terminal.py --scene hybrid \
         --trainers fast_sac --seeds 1 --steps 32000
 (any ``bench.holding`` arguments).
 """

@@ -4,7 +4,7 @@ Agents placed uniformly within the grab radius of their targets; prints alpha_d 
 -alpha_c x log pi_c (continuous, negative when the tanh-Gaussian is narrow), their sum and the sum / (1 - gamma)
 that an episode looping there forever would collect.
 
-    .venv/bin/python bench/reruns/issue14-hybrid/entropy_terms.py SNAPSHOT.pt [...]
+    .venv/bin/python bench/results/issue14-hybrid/entropy_terms.py SNAPSHOT.pt [...]
 """
 import os
 import sys
