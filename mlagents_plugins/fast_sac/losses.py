@@ -266,7 +266,7 @@ class SACLosses(NamedTuple):
     td_abs: torch.Tensor  # [B] |TD error| (no gradient)
     q_mean: torch.Tensor  # mean Q1 of the taken actions (no gradient)
     entropy: torch.Tensor  # mean policy entropy estimate (no gradient)
-    diagnostics: torch.Tensor  # [6 + 2K] no gradient: see ``sac_diagnostics``
+    diagnostics: torch.Tensor  # [6 + K] no gradient: see ``sac_diagnostics``
 
 
 def _check_q_pair(name: str, q1: torch.Tensor, q2: Optional[torch.Tensor], b: int, s: int, a: int) -> None:
@@ -411,7 +411,7 @@ def sac_losses(
         if lp_d is not None:
             entropy = entropy - branch_sums(lp_d.exp() * lp_d, branches).sum(dim=1).mean()
         diagnostics = sac_diagnostics(
-            q1_tm1.detach(), q2_tm1.detach(), y, q1_all.detach(), q2_all.detach(), lp_d, alpha_d, branches
+            q1_tm1.detach(), q2_tm1.detach(), y, q1_all.detach(), q2_all.detach(), lp_d, branches
         )
     return SACLosses(q1_loss, q2_loss, pi_loss, ent_loss, td_abs, q1_tm1.detach().mean(), entropy, diagnostics)
 
@@ -423,12 +423,11 @@ def sac_diagnostics(
     q1_all: torch.Tensor,
     q2_all: torch.Tensor,
     lp_d: Optional[torch.Tensor],
-    alpha_d: torch.Tensor,
     branches: Sequence[int],
 ) -> torch.Tensor:
     """Signs of a critic drifting away from what the policy earns (issue #14), as one tensor (one device sync):
     ``[|Q1| mean, Q1 std, |Q1 - Q2| mean, target mean, mean(target - Q1), branch min bias, per-branch
-    entropies [K], per-branch temperatures [K]]``.
+    entropies [K]]`` (the temperatures are reported from their module, after the step).
 
     The branch min bias is how far ``E_pi`` of the critics' entrywise minimum lies below the minimum of their
     expectations (>= 0; 0 without discrete branches).  ``q1_tm1``/``q2_tm1``/``y`` [B, S]; ``q*_all`` [B, S, A].
@@ -444,7 +443,6 @@ def sac_diagnostics(
         e_min = branch_sums(torch.minimum(q1_all, q2_all) * p, branches).mean(dim=-1)
         parts.append((torch.minimum(e_q1, e_q2) - e_min).mean())
         parts.extend((-branch_sums(lp_d.exp() * lp_d, branches)).mean(dim=0).unbind())
-        parts.extend(alpha_d.unbind())
     else:
         parts.append(zero)
     return torch.stack(parts)

@@ -181,7 +181,6 @@ def _diagnostic_keys(num_branches: int) -> List[str]:
     if num_branches:
         keys.append(STAT_BRANCH_MIN_BIAS)
         keys += [STAT_BRANCH_ENTROPY.format(i) for i in range(num_branches)]
-        keys += [STAT_BRANCH_ENTCOEF.format(i) for i in range(num_branches)]
     return keys
 
 
@@ -205,8 +204,7 @@ def sac_stats(out: SACLosses, temperatures: Temperatures, has_cont: bool, branch
             scalars[STAT_CONT_ENTCOEF] = alpha_c[0]
         if branches:
             scalars[STAT_DISC_ENTCOEF] = alpha_d.mean()
+            scalars.update({STAT_BRANCH_ENTCOEF.format(i): alpha for i, alpha in enumerate(alpha_d.unbind())})
         stats = dict(zip(scalars, torch.stack(list(scalars.values())).tolist()))
     stats.update(zip(_diagnostic_keys(len(branches)), out.diagnostics.tolist()))
-    # Every temperature stat after the step: the per-branch ones too, so they agree with the discrete mean.
-    stats.update(zip((STAT_BRANCH_ENTCOEF.format(i) for i in range(len(branches))), alpha_d.tolist()))
     return stats

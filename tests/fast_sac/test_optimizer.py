@@ -107,7 +107,7 @@ def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
     torch.testing.assert_close(d[5], bias, rtol=1e-4, atol=1e-6)
     assert d[5].item() >= 0.0
     torch.testing.assert_close(d[6:8], torch.stack([ent0, ent1]), rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(d[8:10], torch.tensor([0.3, 0.07]), rtol=1e-5, atol=1e-7)
+    assert d.shape == (6 + 2,)  # the temperatures are not diagnostics: sac_stats reads them after the step
     stats, _ = opt.update(batch)
     for key in (O.STAT_BRANCH_ENTROPY.format(0), O.STAT_BRANCH_ENTROPY.format(1), O.STAT_BRANCH_ENTCOEF.format(1),
                 O.STAT_Q_ABS, O.STAT_Q_STD, O.STAT_TWIN_GAP, O.STAT_TARGET_MEAN, O.STAT_TARGET_DRIFT, O.STAT_BRANCH_MIN_BIAS):
