@@ -53,10 +53,9 @@ def _help(path: str) -> str:
         return ""
 
 
-def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s: int,
-               keep_all_args: bool = False) -> Dict[str, Any]:
+def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s: int) -> Dict[str, Any]:
     """Run ``bench/<name>`` with ``args`` as (option, value) pairs, left out where its ``--help`` does not offer
-    them (``keep_all_args``: all passed as they are)."""
+    them."""
     path = os.path.join(BENCH_DIR, name)
     entry: Dict[str, Any] = {"name": name, "threads": threads, "command": f"python bench/{name}", "rc": None}
     if not os.path.isfile(path):
@@ -64,12 +63,9 @@ def run_script(name: str, args: Sequence[str], threads: Optional[int], timeout_s
         return entry
     offered = _help(path)
     cmd = [sys.executable, path]
-    if keep_all_args:
-        cmd += list(args)
-    else:
-        for i in range(0, len(args), 2):  # (option, value) pairs the script does not offer are left out
-            if args[i] in offered:
-                cmd += list(args[i:i + 2])
+    for i in range(0, len(args), 2):  # (option, value) pairs the script does not offer are left out
+        if args[i] in offered:
+            cmd += list(args[i:i + 2])
     if threads is not None and "--threads" in offered:
         cmd += ["--threads", str(threads)]
     if "--json" in offered:
@@ -102,8 +98,7 @@ def run_speed(replay_rows: int, timeout_s: int, quick: bool = False, log=print) 
     entries = [run_script(UPDATE_SPEED, QUICK_ARGS[UPDATE_SPEED] if quick else [], None, timeout_s)]
     if not quick:
         log(f"[speed] {UPDATE_SPEED} at issue #3's sizes (2x256, batch 256), fast_sac and sac ...")
-        entries.append(run_script(UPDATE_SPEED, ["--trainers", "fast_sac"] + ISSUE3_SIZES, None, timeout_s,
-                                  keep_all_args=True))
+        entries.append(run_script(UPDATE_SPEED, ["--trainers", "fast_sac"] + ISSUE3_SIZES, None, timeout_s))
     log(f"[speed] {LEARN_SPEED} (mlagents-learn, sac vs fast_sac, issue #3's 8-agent setup) ...")
     entries.append(run_script(LEARN_SPEED, QUICK_ARGS[LEARN_SPEED] if quick else [], None, timeout_s))
     log("[speed] replay_io.py ...")

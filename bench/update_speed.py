@@ -252,15 +252,12 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--batch-size", type=int, help="batch_size of every trainer instead of its config's")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
-    for name in ("hidden_units", "num_layers", "batch_size"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')}={getattr(args, name)} is invalid; must be an integer >= 1")
+    sizes = {k: getattr(args, k) for k in ("hidden_units", "num_layers", "batch_size") if getattr(args, k) is not None}
+    for name, value in dict(updates=args.updates, rows=args.rows, **sizes).items():
+        if value < 1:
+            p.error(f"--{name.replace('_', '-')}={value} is invalid; must be an integer >= 1")
     speed.SIZES.clear()
-    speed.SIZES.update({k: getattr(args, k) for k in ("hidden_units", "num_layers", "batch_size")
-                        if getattr(args, k) is not None})
-    for name in ("updates", "rows"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name}={getattr(args, name)} is invalid; must be an integer >= 1")
+    speed.SIZES.update(sizes)
     if not args.budget_s > 0:
         p.error(f"--budget-s={args.budget_s} is invalid; must be a number of seconds > 0")
     if any(n < 1 for n in args.threads):

@@ -243,7 +243,7 @@ def test_speed_section_runs_update_speed_first_then_at_issue3_sizes(monkeypatch)
 
     seen = []
     monkeypatch.setattr(speed_scripts, "run_script",
-                        lambda name, args, threads, timeout_s, **kw: seen.append((name, tuple(args), threads)) or {})
+                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
     speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
     assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"),
                        None)
@@ -331,7 +331,7 @@ def test_speed_section_runs_learn_speed_once(monkeypatch):
 
     seen = []
     monkeypatch.setattr(speed_scripts, "run_script",
-                        lambda name, args, threads, timeout_s, **kw: seen.append((name, tuple(args), threads)) or {})
+                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
     speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
     assert seen.count(("learn_speed.py", ("--pairs", "1", "--steps", "4000"), None)) == 1
 
