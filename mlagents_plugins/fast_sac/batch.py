@@ -22,6 +22,13 @@ from mlagents_plugins.tensor_utils import stream_discounts
 StreamRewards = Callable[[np.ndarray, Dict[str, np.ndarray]], np.ndarray]
 
 
+def annealed_per_beta(per_beta: float, step: int, max_steps: int) -> float:
+    """PER importance-sampling exponent at ``step``: linear from ``per_beta`` to 1 at ``max_steps`` (Schaul et
+    al. 2016, sec. 3.4), constant after."""
+    frac = min(1.0, step / max(1, max_steps))
+    return per_beta + (1.0 - per_beta) * frac
+
+
 def sample_starts(
     replay: ReplayBuffer,
     rng: np.random.Generator,

@@ -19,7 +19,7 @@ from mlagents_plugins.fast_kernels import fuse_swish_
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 from mlagents_plugins.fast_sac import losses
-from mlagents_plugins.fast_sac.batch import sample_starts, window_batch
+from mlagents_plugins.fast_sac.batch import annealed_per_beta, sample_starts, window_batch
 from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer, SACBatch
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 
@@ -55,10 +55,8 @@ class FastSACTrainer(OffPolicyTrainerBase):
 
     # ------------------------------------------------------------------ sampling
     def per_beta(self) -> float:
-        """Importance-sampling exponent, annealed linearly from ``per_beta`` to 1 at ``max_steps``."""
-        frac = min(1.0, self._step / max(1, self.trainer_settings.max_steps))
-        b0 = self.hyperparameters.per_beta
-        return b0 + (1.0 - b0) * frac
+        """PER importance-sampling exponent now (``batch.annealed_per_beta``: ``per_beta`` -> 1 at ``max_steps``)."""
+        return annealed_per_beta(self.hyperparameters.per_beta, self._step, self.trainer_settings.max_steps)
 
     def sample_batch(self) -> SACBatch:
         hp = self.hyperparameters

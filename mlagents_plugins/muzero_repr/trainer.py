@@ -19,7 +19,7 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
 from mlagents_plugins.fast_sac import losses as sac_losses
-from mlagents_plugins.fast_sac.batch import sample_starts
+from mlagents_plugins.fast_sac.batch import annealed_per_beta, sample_starts
 from mlagents_plugins.fast_sac.optimizer import SACBatch
 from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr.actor import MuZeroActor
@@ -78,10 +78,8 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         return MuZeroReprOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
 
     def per_beta(self) -> float:
-        """PER importance-sampling exponent, annealed linearly from ``per_beta`` to 1 at ``max_steps``."""
-        frac = min(1.0, self._step / max(1, self.trainer_settings.max_steps))
-        b0 = self.muzero_settings.per_beta
-        return b0 + (1.0 - b0) * frac
+        """PER importance-sampling exponent now (``batch.annealed_per_beta``: ``per_beta`` -> 1 at ``max_steps``)."""
+        return annealed_per_beta(self.muzero_settings.per_beta, self._step, self.trainer_settings.max_steps)
 
     # ------------------------------------------------------------------ sampling
     def _starts(self, rng: Optional[np.random.Generator], per_beta: Optional[float]):

@@ -1,5 +1,6 @@
 """FastSACTrainer.sample_batch: n-step windows, discounts at terminals/time-outs/segment ends, bootstrap obs."""
 import numpy as np
+import pytest
 
 from helpers import make_spec, make_trainer, make_trajectory
 from mlagents_plugins.offpolicy import rows as R
@@ -43,3 +44,12 @@ def test_n_step_windows_match_stored_trajectories(tmp_path):
         assert batch.disc_actions[i].tolist() == traj.steps[k].action.discrete.tolist()
     assert batch.weights is None
     assert R.TERMINAL in trainer.replay.fields
+
+
+def test_annealed_per_beta_hand_values():
+    from mlagents_plugins.fast_sac.batch import annealed_per_beta
+
+    assert annealed_per_beta(0.4, 0, 10000) == 0.4
+    assert annealed_per_beta(0.4, 2500, 10000) == pytest.approx(0.55)  # 0.4 + 0.6 * 1/4
+    assert annealed_per_beta(0.4, 20000, 10000) == 1.0
+    assert annealed_per_beta(0.7, 5, 0) == 1.0  # max_steps 0 counts as 1: annealed at once
