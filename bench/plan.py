@@ -78,10 +78,11 @@ FULL = Budget(
     (0,),
 )
 #: every trainer with one minimal config on every validation scene; steps about 2x what built-in sac needs
+#: (branches_short: no trainer moved off random play in 20k, and ppo needs ~40k on the base branches scene)
 DEFAULTS = Budget(
     "defaults",
     tuple(scenes_in("validation")),
-    {"balance_big_reward_long": 30000, "balance_distractors": 30000, "branches_short": 20000, "camera36": 10000,
+    {"balance_big_reward_long": 30000, "balance_distractors": 30000, "branches_short": 50000, "camera36": 10000,
      "hybrid_sparse": 20000, "reach_sparse_distractors": 20000, "switching_noisy": 20000},
     (0, 1, 2),
     None,
