@@ -6,7 +6,7 @@ ratios use ``metrics.ratios``, which refuses records from more than one invocati
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
-from bench.metrics import Summary, ratios, same_invocation, summarize
+from bench.metrics import Summary, best_rolling_mean, collapsed, ratios, same_invocation, steps_to_threshold, summarize
 
 DASH = "—"
 
@@ -20,6 +20,9 @@ RATIO_HEADER = (
     "| time to threshold ratio | final return difference |"
 )
 RATIO_RULE = "|" + "---|" * 7
+SEED_HEADER = ("| scene | trainer | seed | steps to threshold | seconds to threshold | best rolling mean | final return "
+               "| collapsed |")
+SEED_RULE = "|" + "---|" * 8
 #: where the replay MB column comes from, per mode (the rest of the legend is bench/README.md)
 REPLAY_LEGEND = {
     "in_process": "replay MB: the trainer's buffer at the end of the run (ours `ReplayBuffer.nbytes`, preallocated "
@@ -79,6 +82,26 @@ def ratio_table(runs: Sequence[dict], mode: str) -> List[str]:
             f"| {r.scene} | **{r.trainer}** | {r.baseline} | " + " | ".join(ratio_cells)
             + f" | {'+' if (r.final_difference or 0) >= 0 else ''}{fmt(r.final_difference)} |"
         )
+    return lines
+
+
+def per_seed_table(runs: Sequence[dict], mode: str) -> List[str]:
+    """One row per run: when it reached the threshold, its best rolling mean and where it ended (the collapse
+    criterion's two numbers), so a median over seeds hides nothing."""
+    rows = sorted((r for r in runs if r["mode"] == mode),
+                  key=lambda r: (r["scene"], r.get("origin") != "ours", r["trainer"], r["seed"]))
+    lines = [SEED_HEADER, SEED_RULE]
+    for r in rows:
+        if r.get("error"):
+            lines.append(f"| {r['scene']} | {r['trainer']} | {r['seed']} | failed: {r['error']} | | | | |")
+            continue
+        hit = steps_to_threshold(r["curve"], r["threshold"])
+        final = r.get("final_mean_reward")
+        cells = [r["scene"], f"**{r['trainer']}**" if r.get("origin") == "ours" else r["trainer"], str(r["seed"]),
+                 DASH if hit is None else f"{hit[0]:,}", DASH if hit is None else f"{hit[1]:.1f}",
+                 fmt(best_rolling_mean(r["curve"])), fmt(final),
+                 "yes" if collapsed(r["curve"], final) else "no"]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -224,6 +247,8 @@ def render_report(
             lines += [REPLAY_LEGEND[mode], ""]
         lines += ["Ratios against the built-in trainers of this same invocation:", ""]
         lines += ratio_table(runs, mode) + [""]
+        lines += ["Per seed (best rolling mean: the highest mean of 3 consecutive summaries):", ""]
+        lines += per_seed_table(runs, mode) + [""]
         errors = [f"- {s.trainer} on {s.scene}: {e}" for s in summaries if s.mode == mode for e in s.errors]
         if errors:
             lines += ["Failed runs:", ""] + errors + [""]

@@ -3,7 +3,7 @@ import pytest
 
 from bench_fixtures import rec  # noqa: F401  (also puts the repo root on sys.path)
 from bench.plots import mean_curve, plot_scene
-from bench.report import fmt, render_report, summary_table
+from bench.report import fmt, per_seed_table, render_report, summary_table
 from bench.metrics import summarize
 
 ENV = {"date": "2026-11-21 22:00 UTC", "machine": "2 cores, Test CPU", "python": "3.11.7", "torch": "2.13.0",
@@ -51,6 +51,22 @@ def test_report_has_environment_ratios_plots_speed_and_skips():
     ratio = next(line for line in text.splitlines() if line.startswith("| balance | **fast_sac** | sac |"))
     # steps/s 200 vs 50; ours reached on 1 of 2 seeds (half): 200 vs 200 steps, 2.0 vs 8.0 s; final 1.5 - 0.5
     assert [c.strip() for c in ratio.strip("|").split("|")][3:] == ["4.00", "1.00", "4.00", "+1.00"]
+
+
+def test_per_seed_table_rows():
+    runs = _runs() + [rec("fast_sac", 2, [[100, 1.0, 2.0], [200, 2.0, 2.0], [300, 3.0, 2.0], [400, 4.0, 0.5]],
+                          steps=400, wall=4.0, final=0.5)]
+    lines = per_seed_table(runs, "in_process")
+    assert lines[0].count("|") == lines[1].count("|") == 9
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    # ours first, then seeds in order; seed 1 never reached 1.0; seed 2 peaked at 2.0 and ended at 0.5 (< 0.8 x 2.0)
+    assert cells == [
+        ["balance", "**fast_sac**", "0", "200", "2.0", "—", "1.00", "no"],
+        ["balance", "**fast_sac**", "1", "—", "—", "—", "2.00", "no"],
+        ["balance", "**fast_sac**", "2", "100", "1.0", "2.00", "0.50", "yes"],
+        ["balance", "sac", "0", "200", "8.0", "—", "0.50", "no"],
+    ]
+    assert any(line.startswith("| balance | **fast_sac** | 2 |") for line in render_report(runs, ENV, {}).splitlines())
 
 
 def test_report_refuses_mixed_invocations():
