@@ -11,13 +11,16 @@ process and stand-in.
 Steps per second come from mlagents-learn's console summaries: (last step - first step) / (last time - first
 time), the first summary being at ``--skip`` steps, i.e. after start-up, ``buffer_init_steps`` and fast_sac's
 one-off compile; start-up seconds (time of that first summary) and total wall time are reported too.  The
-share of time spent updating is from ``run_logs/timers.json`` (``_update_policy``).
+share of time spent updating is from ``run_logs/timers.json`` (``_update_policy``).  CPU seconds are the
+whole run's, ``mlagents-learn`` and the stand-in build together (``getrusage(RUSAGE_CHILDREN)`` around the
+run, start-up and compile included): ``steps_per_cpu_s`` = ``max_steps`` / CPU seconds, issue #18's measure.
 
 Usage: ``python bench/learn_speed.py [--pairs 3] [--steps 6000] [--json]``.
 """
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -64,6 +67,12 @@ def config(trainer: str, steps: int, summary: int, hidden: int, batch: int, thre
     }
 
 
+def children_cpu_s() -> float:
+    """User + system CPU seconds of every finished child process of this one (and, transitively, theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> Dict[str, Any]:
     import yaml
 
@@ -76,10 +85,10 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
         cmd = [learn, cfg, f"--env={os.path.join(builds, BEHAVIOR)}", "--run-id=run", f"--results-dir={out}",
                f"--base-port={free_base_port(4)}", "--num-envs=1", f"--num-areas={args.areas}", "--no-graphics",
                f"--seed={seed}", "--force"]
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), children_cpu_s()
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=out,
                               env=dict(os.environ, PYTHONUNBUFFERED="1"), timeout=1800)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, children_cpu_s() - cpu_start
         if proc.returncode != 0:
             raise RuntimeError(f"{trainer}: mlagents-learn exited with {proc.returncode}: {proc.stdout[-1500:]}")
         curve = [c for c in parse_console(proc.stdout, BEHAVIOR) if c[0] >= args.skip]
@@ -96,6 +105,8 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
             "measured_steps": [s0, s1],
             "startup_s": t0,
             "wall_s": wall,
+            "cpu_s": cpu,
+            "steps_per_cpu_s": args.steps / max(1e-9, cpu),
             "update_share": update_s / max(1e-9, tree.get("total", wall)),
             "final_mean_reward": r1,
         }
@@ -127,10 +138,12 @@ def main() -> Dict[str, Any]:
                 if not args.json:
                     r = runs[-1]
                     print(f"[learn_speed] {trainer:9s} pair {pair}: {r['steps_per_s']:.1f} steps/s, "
-                          f"update share {r['update_share']:.0%}, start-up {r['startup_s']:.1f} s", flush=True)
+                          f"{r['steps_per_cpu_s']:.1f} steps per CPU s, update share {r['update_share']:.0%}, "
+                          f"start-up {r['startup_s']:.1f} s", flush=True)
     finally:
         shutil.rmtree(builds, ignore_errors=True)
     ratios = [f["steps_per_s"] / s["steps_per_s"] for s, f in zip(runs[0::2], runs[1::2])]
+    cpu_ratios = [f["steps_per_cpu_s"] / s["steps_per_cpu_s"] for s, f in zip(runs[0::2], runs[1::2])]
     per = {t: [r for r in runs if r["trainer"] == t] for t in TRAINERS}
     result: Dict[str, Any] = {k: getattr(args, k) for k in ("steps", "skip", "areas", "hidden", "batch", "threaded")}
     result.update(
@@ -139,6 +152,10 @@ def main() -> Dict[str, Any]:
         fast_sac_steps_per_s=round(statistics.median(r["steps_per_s"] for r in per["fast_sac"]), 1),
         ratio_per_pair=" ".join(f"{x:.2f}" for x in ratios),
         ratio_median=round(statistics.median(ratios), 2),
+        sac_steps_per_cpu_s=round(statistics.median(r["steps_per_cpu_s"] for r in per["sac"]), 1),
+        fast_sac_steps_per_cpu_s=round(statistics.median(r["steps_per_cpu_s"] for r in per["fast_sac"]), 1),
+        cpu_ratio_per_pair=" ".join(f"{x:.2f}" for x in cpu_ratios),
+        cpu_ratio_median=round(statistics.median(cpu_ratios), 2),
         sac_update_share=round(statistics.median(r["update_share"] for r in per["sac"]), 3),
         fast_sac_update_share=round(statistics.median(r["update_share"] for r in per["fast_sac"]), 3),
         sac_startup_s=round(statistics.median(r["startup_s"] for r in per["sac"]), 1),

@@ -108,15 +108,16 @@ def register_plugins() -> None:
     register_trainer_plugins()
 
 
-#: sizes every trainer (ours and built-in) is built with instead of its config's, when set (update_speed's
-#: ``--hidden-units``, ``--num-layers``, ``--batch-size``): ``hidden_units``, ``num_layers``, ``batch_size``
-SIZES: Dict[str, int] = {}
+#: the keys of ``sizes`` below (update_speed's ``--hidden-units``, ``--num-layers``, ``--batch-size``)
+SIZE_KEYS = ("hidden_units", "num_layers", "batch_size")
 
 
-def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None) -> Dict[str, object]:
+def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None,
+                    sizes: Optional[Dict[str, int]] = None) -> Dict[str, object]:
     """The behavior block of ``configs/<trainer>_balance.yaml`` (ours), or the bench's config for a built-in
     (``bench.plan.build_config``: sac shares fast_sac's settings, ppo impala's network), hyperparameters
-    updated with ``overrides``."""
+    updated with ``overrides``; ``sizes`` (keys ``SIZE_KEYS``) replace the config's network size and batch size,
+    so ours and the built-ins can be timed at one size."""
     from bench import plan
 
     if trainer in plan.BUILTINS:
@@ -128,9 +129,13 @@ def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None)
             raise FileNotFoundError(f"configs/{trainer}_{SCENE}.yaml does not exist")
     cfg = copy.deepcopy(cfg)
     cfg["hyperparameters"] = dict(cfg.get("hyperparameters") or {}, **(overrides or {}))
-    if SIZES.get("batch_size"):
-        cfg["hyperparameters"]["batch_size"] = SIZES["batch_size"]
-    network = {k: SIZES[k] for k in ("hidden_units", "num_layers") if SIZES.get(k)}
+    sizes = sizes or {}
+    unknown = set(sizes) - set(SIZE_KEYS)
+    if unknown:
+        raise ValueError(f"sizes has unknown keys {sorted(unknown)}; allowed: {SIZE_KEYS}")
+    if sizes.get("batch_size"):
+        cfg["hyperparameters"]["batch_size"] = sizes["batch_size"]
+    network = {k: sizes[k] for k in ("hidden_units", "num_layers") if sizes.get(k)}
     if network:
         cfg["network_settings"] = dict(cfg.get("network_settings") or {}, **network)
     for key in ("save_replay_buffer", "init_replay_from"):
@@ -139,20 +144,22 @@ def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None)
     return cfg
 
 
-def trainer_settings(trainer: str, overrides: Optional[Dict[str, object]] = None):
+def trainer_settings(trainer: str, overrides: Optional[Dict[str, object]] = None,
+                     sizes: Optional[Dict[str, int]] = None):
     """``TrainerSettings`` as ``mlagents-learn`` structures them from ``behavior_config``."""
     from mlagents.trainers.settings import TrainerSettings
 
     register_plugins()
-    return TrainerSettings.structure(behavior_config(trainer, overrides), TrainerSettings)
+    return TrainerSettings.structure(behavior_config(trainer, overrides, sizes), TrainerSettings)
 
 
-def make_trainer(trainer: str, out_dir: str, overrides: Optional[Dict[str, object]] = None, seed: int = 0):
+def make_trainer(trainer: str, out_dir: str, overrides: Optional[Dict[str, object]] = None, seed: int = 0,
+                 sizes: Optional[Dict[str, int]] = None):
     """(trainer with its policy and optimizer, behavior spec): what TrainerFactory + add_policy build."""
     from mlagents import plugins as mla_plugins
     from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 
-    settings = trainer_settings(trainer, overrides)
+    settings = trainer_settings(trainer, overrides, sizes)
     cls = mla_plugins.all_trainer_types[trainer]
     spec = balance_spec()
     t = cls("B", 10, settings, True, False, seed, os.path.join(out_dir, trainer))

@@ -107,16 +107,17 @@ def _obs_act(spec):
     return int(sum(np.prod(o.shape) for o in spec.observation_specs)), int(spec.action_spec.continuous_size)
 
 
-def build_fast_sac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+def build_fast_sac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
+               sizes: Optional[Dict[str, int]] = None) -> Bench:
     from bench.minimal_sac import MinimalSAC
 
-    trainer, spec = speed.make_trainer("fast_sac", tmp)
+    trainer, spec = speed.make_trainer("fast_sac", tmp, sizes=sizes)
     speed.fill(trainer, spec, rows, rng)
     hp, net = trainer.hyperparameters, trainer.trainer_settings.network_settings
     minimal = MinimalSAC(trainer.trainer_settings, *_obs_act(spec), rows=rows)
     builtin = step = None
     if with_builtin:
-        sac, _ = speed.make_trainer("sac", tmp)
+        sac, _ = speed.make_trainer("sac", tmp, sizes=sizes)
         speed.fill(sac, spec, rows, rng)
         builtin, step = "sac", builtin_sac_step(sac, hp.batch_size)
     return Bench("fast_sac", trainer.update_once, minimal,
@@ -124,11 +125,12 @@ def build_fast_sac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: 
                  speed.optimized_parameters(trainer.optimizer), builtin, step)
 
 
-def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
+               sizes: Optional[Dict[str, int]] = None) -> Bench:
     from bench.minimal_taac import MinimalTAAC
     from mlagents_plugins.taac.trajectories import trajectory_size
 
-    trainer, spec = speed.make_trainer("taac", tmp)
+    trainer, spec = speed.make_trainer("taac", tmp, sizes=sizes)
     hp, net = trainer.hyperparameters, trainer.trainer_settings.network_settings
     d = trajectory_size(hp.trajectory_kind, spec.action_spec.continuous_size)
 
@@ -145,10 +147,11 @@ def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool
                  f"{net.num_layers}x{net.hidden_units}", speed.optimized_parameters(trainer.optimizer))
 
 
-def build_muzero_repr(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+def build_muzero_repr(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
+               sizes: Optional[Dict[str, int]] = None) -> Bench:
     from bench.minimal_muzero import MinimalMuZeroRepr
 
-    trainer, spec = speed.make_trainer("muzero_repr", tmp)
+    trainer, spec = speed.make_trainer("muzero_repr", tmp, sizes=sizes)
     speed.fill(trainer, spec, rows, rng)
     hp = trainer.muzero_settings
     minimal = MinimalMuZeroRepr(trainer.trainer_settings, *_obs_act(spec), rows=rows)
@@ -158,13 +161,15 @@ def build_muzero_repr(tmp: str, rows: int, rng: np.random.Generator, with_builti
                  speed.optimized_parameters(trainer.optimizer))
 
 
-def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True) -> Bench:
+def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
+               sizes: Optional[Dict[str, int]] = None) -> Bench:
     from bench.minimal_impala import MinimalImpala
 
-    hp = speed.trainer_settings("impala").hyperparameters
+    hp = speed.trainer_settings("impala", sizes=sizes).hyperparameters
     B = -(-hp.batch_size // hp.unroll_length)  # full pieces per batch
     pieces_wanted = max(4 * B, rows // hp.unroll_length)
-    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted * hp.unroll_length})
+    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted * hp.unroll_length},
+                                      sizes=sizes)
     speed.fill(trainer, spec, pieces_wanted * hp.unroll_length, rng)
     queue = trainer.piece_queue
     pool = queue.take_fresh(queue.fresh_steps)
@@ -182,7 +187,7 @@ def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bo
     minimal = MinimalImpala(trainer.trainer_settings, *_obs_act(spec), pieces=len(pool))
     builtin = step = None
     if with_builtin:
-        ppo, _ = speed.make_trainer("ppo", tmp)
+        ppo, _ = speed.make_trainer("ppo", tmp, sizes=sizes)
         speed.fill(ppo, spec, max(rows, ppo.hyperparameters.buffer_size), rng)
         builtin, step = "ppo", builtin_ppo_step(ppo)
     return Bench("impala", ours, minimal,
@@ -252,12 +257,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--batch-size", type=int, help="batch_size of every trainer instead of its config's")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
-    sizes = {k: getattr(args, k) for k in ("hidden_units", "num_layers", "batch_size") if getattr(args, k) is not None}
+    sizes = {k: getattr(args, k) for k in speed.SIZE_KEYS if getattr(args, k) is not None}
     for name, value in dict(updates=args.updates, rows=args.rows, **sizes).items():
         if value < 1:
             p.error(f"--{name.replace('_', '-')}={value} is invalid; must be an integer >= 1")
-    speed.SIZES.clear()
-    speed.SIZES.update(sizes)
     if not args.budget_s > 0:
         p.error(f"--budget-s={args.budget_s} is invalid; must be a number of seconds > 0")
     if any(n < 1 for n in args.threads):
@@ -276,11 +279,12 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             if not args.json:
                 print(f"[update_speed] {name} ...", file=sys.stderr, flush=True)
             try:
-                bench = BUILDERS[name](tmp, args.rows, np.random.default_rng(0), with_builtin=not args.no_builtin)
+                bench = BUILDERS[name](tmp, args.rows, np.random.default_rng(0), with_builtin=not args.no_builtin,
+                                       sizes=sizes)
                 rows += measure(bench, args.threads, args.updates, args.warmup, args.budget_s)
             except Exception as err:  # noqa: BLE001 - one broken trainer must not hide the others' rows
                 rows.append({"trainer": name, "threads": None, "error": f"{type(err).__name__}: {err}"[:300]})
-    out = {"scene": speed.SCENE, "updates": args.updates, "buffer_rows": args.rows, "sizes": dict(speed.SIZES),
+    out = {"scene": speed.SCENE, "updates": args.updates, "buffer_rows": args.rows, "sizes": sizes,
            "speed_rows": rows}
     if args.json:
         print(json.dumps(out))

@@ -194,8 +194,8 @@ def test_minimal_muzero_value_targets_match_unroll_targets():
     z = sums + disc * np.take_along_axis(v_next, boot, 1)
     ref = compute_unroll_targets(torch.tensor(r), torch.tensor(terminal > 0), torch.tensor(terminal > 0),
                                  torch.tensor(valid), torch.tensor(v_next), gamma, K, n)
-    mask = ref.value_mask_bk.numpy()
-    assert np.allclose(z[mask], ref.value_bk.numpy()[mask], atol=1e-5)
+    mask = ref.value_mask_k.numpy()
+    assert np.allclose(z[mask], ref.value_target_k.numpy()[mask], atol=1e-5)
     # by hand, window 2 step 0: r0 + gamma r1 and no bootstrap (terminal at row 1)
     assert z[2, 0] == pytest.approx(r[2, 0] + gamma * r[2, 1], abs=1e-6)
 
@@ -258,18 +258,16 @@ def test_speed_section_runs_update_speed_first_then_at_issue3_sizes(monkeypatch)
 def test_update_speed_sizes_reach_every_trainer_and_its_builtin(tmp_path):
     from bench import speed
 
-    speed.SIZES.clear()
-    speed.SIZES.update(hidden_units=48, num_layers=3, batch_size=96)
-    try:
-        for trainer in ("fast_sac", "sac", "impala", "ppo"):
-            cfg = speed.behavior_config(trainer)
-            assert cfg["network_settings"]["hidden_units"] == 48 and cfg["network_settings"]["num_layers"] == 3
-            assert cfg["hyperparameters"]["batch_size"] == 96
-        settings = speed.trainer_settings("fast_sac")
-        assert settings.network_settings.hidden_units == 48 and settings.hyperparameters.batch_size == 96
-    finally:
-        speed.SIZES.clear()
+    sizes = dict(hidden_units=48, num_layers=3, batch_size=96)
+    for trainer in ("fast_sac", "sac", "impala", "ppo"):
+        cfg = speed.behavior_config(trainer, sizes=sizes)
+        assert cfg["network_settings"]["hidden_units"] == 48 and cfg["network_settings"]["num_layers"] == 3
+        assert cfg["hyperparameters"]["batch_size"] == 96
+    settings = speed.trainer_settings("fast_sac", sizes=sizes)
+    assert settings.network_settings.hidden_units == 48 and settings.hyperparameters.batch_size == 96
     assert speed.behavior_config("fast_sac")["network_settings"]["hidden_units"] != 48
+    with pytest.raises(ValueError, match="hidden_size"):
+        speed.behavior_config("fast_sac", sizes={"hidden_size": 8})
 
 
 # ---------------------------------------------------------------------------------------------- replay memory
@@ -355,3 +353,21 @@ def test_learn_speed_gives_both_trainers_the_same_settings():
     assert sac.hyperparameters.batch_size == 256 and sac.hyperparameters.steps_per_update == 2.0
     assert sac.network_settings == ours.network_settings and ours.network_settings.hidden_units == 256
     assert (sac.max_steps, sac.time_horizon, sac.threaded) == (ours.max_steps, ours.time_horizon, ours.threaded)
+
+
+def test_learn_speed_counts_the_cpu_time_of_finished_children():
+    """``steps_per_cpu_s`` divides by ``children_cpu_s`` deltas: a child that burns CPU must show up in them, and
+    one that sleeps must not."""
+    import subprocess
+    import sys
+
+    from bench.learn_speed import children_cpu_s
+
+    before = children_cpu_s()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"],
+                   check=True)
+    busy = children_cpu_s() - before
+    before = children_cpu_s()
+    subprocess.run([sys.executable, "-c", "import time; time.sleep(0.3)"], check=True)
+    idle = children_cpu_s() - before
+    assert busy >= 0.3 and idle < 0.25
