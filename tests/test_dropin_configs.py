@@ -124,10 +124,10 @@ def test_impala_linear_surrogate_clip_schedule_decays_like_ppo_epsilon():
 
     from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
     from mlagents_plugins.impala.policy import ImpalaPolicy
-    from tests.impala.helpers import behavior_spec, trainer_settings
+    from tests.impala.helpers import impala_spec, trainer_settings
 
     settings = trainer_settings(surrogate_clip=0.3, surrogate_clip_schedule=ScheduleType.LINEAR)
-    policy = ImpalaPolicy(0, behavior_spec(2), settings.network_settings, SimpleActor, {})
+    policy = ImpalaPolicy(0, impala_spec(2), settings.network_settings, SimpleActor, {})
     opt = TorchImpalaOptimizer(policy, settings)
     clips = []
     for step in (0, settings.max_steps // 4, settings.max_steps):

@@ -29,17 +29,17 @@ class ModelBatch(NamedTuple):
     """One sampled batch of unroll windows, as tensors on the training device."""
 
     starts: np.ndarray  # [B] ring indices of the start rows
-    weights_b: torch.Tensor  # [B] importance weights (ones without PER)
+    is_weights: torch.Tensor  # [B] importance weights (ones without PER)
     obs_0: List[torch.Tensor]  # start observations, each [B, ...]
     obs_future: List[torch.Tensor]  # observations of rows 1..K, each [B, K, ...] (empty without consistency)
-    actions_enc_bka: torch.Tensor  # [B, K, A] encoded actions fed to the dynamics (filled after the end)
-    cont_action_bka: Optional[torch.Tensor]  # [B, K, Ac] taken continuous actions (policy targets)
-    disc_action_bkb: Optional[torch.Tensor]  # [B, K, nb] taken discrete actions
-    r_bw: torch.Tensor  # [B, W]
-    terminal_bw: torch.Tensor  # [B, W] bool
-    valid_bw: torch.Tensor  # [B, W] bool
+    actions_enc_k: torch.Tensor  # [B, K, A] encoded actions fed to the dynamics (filled after the end)
+    cont_action_k: Optional[torch.Tensor]  # [B, K, Ac] taken continuous actions (policy targets)
+    disc_action_k: Optional[torch.Tensor]  # [B, K, nb] taken discrete actions
+    r_t: torch.Tensor  # [B, W]
+    terminal_t: torch.Tensor  # [B, W] bool
+    valid_t: torch.Tensor  # [B, W] bool
     boot_obs: List[torch.Tensor]  # next_obs of the bootstrap rows, each [B * (K+1), ...]
-    boot_rows_bk: torch.Tensor  # [B, K+1] window row of each bootstrap
+    boot_rows_k: torch.Tensor  # [B, K+1] window row of each bootstrap
 
 
 def augment(obs: List[torch.Tensor], pad: int, torch_rng: torch.Generator) -> List[torch.Tensor]:
@@ -95,12 +95,12 @@ def model_batch(
     if action_spec.discrete_size > 0:
         small_fields.append(offpolicy_rows.DISC_ACTION)
     small = replay.gather(idx, small_fields)
-    valid_bw = torch.as_tensor(valid, device=device)
+    valid_t = torch.as_tensor(valid, device=device)
     # Only the last row of a segment can be terminal, and every episode end is a segment end, so
     # "episode end" within a window is the terminal flag; time-outs and chunk ends show as ~valid.
-    terminal_bw = torch.as_tensor(small[offpolicy_rows.TERMINAL], device=device) & valid_bw
-    r_bw = torch.as_tensor(small[offpolicy_rows.REWARD], device=device) * reward_scale
-    boot_rows = bootstrap_rows(terminal_bw, terminal_bw, valid_bw, K, n)
+    terminal_t = torch.as_tensor(small[offpolicy_rows.TERMINAL], device=device) & valid_t
+    r_t = torch.as_tensor(small[offpolicy_rows.REWARD], device=device) * reward_scale
+    boot_rows = bootstrap_rows(terminal_t, terminal_t, valid_t, K, n)
     boot_idx = np.take_along_axis(idx, boot_rows.cpu().numpy(), axis=1).reshape(-1)
     boot_obs = offpolicy_rows.gather_obs(replay.gather(boot_idx, [offpolicy_rows.next_obs_field(i) for i in range(n_obs)]), n_obs, True, device)
     obs_names = [offpolicy_rows.obs_field(i) for i in range(n_obs)]
@@ -115,10 +115,10 @@ def model_batch(
     if action_spec.discrete_size > 0:
         disc = torch.as_tensor(small[offpolicy_rows.DISC_ACTION][:, :K].astype(np.int64), device=device)
     enc = encode_actions(action_spec, cont, disc)
-    alive_bk = alive_rows(valid_bw, terminal_bw)[:, :K]
+    alive_k = alive_rows(valid_t, terminal_t)[:, :K]
     rand = random_actions(action_spec, B, K, torch_rng, device) if actions_after_end == ACTIONS_AFTER_END_RANDOM else None
-    enc = actions_for_unroll(enc, alive_bk, actions_after_end, rand)
-    return ModelBatch(starts, weights, obs_0, obs_future, enc, cont, disc, r_bw, terminal_bw, valid_bw,
+    enc = actions_for_unroll(enc, alive_k, actions_after_end, rand)
+    return ModelBatch(starts, weights, obs_0, obs_future, enc, cont, disc, r_t, terminal_t, valid_t,
                       boot_obs, boot_rows)
 
 

@@ -153,50 +153,50 @@ def negative_cosine_similarity(pred: torch.Tensor, target: torch.Tensor) -> torc
     return -(p * z).sum(-1)
 
 
-def masked_mean_over_batch(loss_bk: torch.Tensor, mask_bk: torch.Tensor) -> torch.Tensor:
-    """Mean over the batch of ``loss_bk[B, K]`` where ``mask_bk`` is set, per step k -> ``[K]``.
+def masked_mean_over_batch(loss_k: torch.Tensor, mask_k: torch.Tensor) -> torch.Tensor:
+    """Mean over the batch of ``loss_k[B, K]`` where ``mask_k`` is set, per step k -> ``[K]``.
 
     A step with no valid sample gives 0 (not NaN) so it neither contributes a gradient nor poisons stats.
     """
-    check_shape("loss_bk", loss_bk, (None,) * 2)
-    check_same_shape("masked_mean_over_batch", loss_bk=loss_bk, mask_bk=mask_bk)
-    m = mask_bk.to(loss_bk.dtype)
-    return (loss_bk * m).sum(0) / m.sum(0).clamp(min=1.0)
+    check_shape("loss_k", loss_k, (None,) * 2)
+    check_same_shape("masked_mean_over_batch", loss_k=loss_k, mask_k=mask_k)
+    m = mask_k.to(loss_k.dtype)
+    return (loss_k * m).sum(0) / m.sum(0).clamp(min=1.0)
 
 
-def continuous_policy_loss(mean_bka: torch.Tensor, action_bka: torch.Tensor) -> torch.Tensor:
+def continuous_policy_loss(mean_k: torch.Tensor, action_k: torch.Tensor) -> torch.Tensor:
     """Squared error of the predicted (tanh-squashed) action against the action taken, [B, K, A] -> [B, K].
 
     Deviation from MuZero: without MCTS there is no visit-count policy, so the policy target is the
     behaviour action actually taken at that step (what the data says the actor did).
     """
-    check_shape("mean_bka", mean_bka, (None,) * 3)
-    check_same_shape("continuous_policy_loss", mean_bka=mean_bka, action_bka=action_bka)
-    return 0.5 * ((mean_bka - action_bka) ** 2).sum(-1)
+    check_shape("mean_k", mean_k, (None,) * 3)
+    check_same_shape("continuous_policy_loss", mean_k=mean_k, action_k=action_k)
+    return 0.5 * ((mean_k - action_k) ** 2).sum(-1)
 
 
 def discrete_policy_loss(
-    logits_per_branch: Sequence[torch.Tensor], action_bkb: torch.Tensor
+    logits_per_branch: Sequence[torch.Tensor], disc_action_k: torch.Tensor
 ) -> torch.Tensor:
-    """Cross-entropy of each branch's ``logits[B, K, n_b]`` against the taken ``action_bkb[B, K, nb]``.
+    """Cross-entropy of each branch's ``logits[B, K, n_b]`` against the taken ``disc_action_k[B, K, nb]``.
 
     Summed over branches, giving ``[B, K]``.
     """
-    check_shape("action_bkb", action_bkb, (None,) * 3)
-    if action_bkb.shape[-1] != len(logits_per_branch):
+    check_shape("disc_action_k", disc_action_k, (None,) * 3)
+    if disc_action_k.shape[-1] != len(logits_per_branch):
         raise ValueError(
-            f"action_bkb has {action_bkb.shape[-1]} branches but {len(logits_per_branch)} logits were given"
+            f"disc_action_k has {disc_action_k.shape[-1]} branches but {len(logits_per_branch)} logits were given"
         )
     total: List[torch.Tensor] = []
     for b, logits in enumerate(logits_per_branch):
         check_shape(f"logits_per_branch[{b}]", logits, (None,) * 3)
-        if logits.shape[:2] != action_bkb.shape[:2]:
+        if logits.shape[:2] != disc_action_k.shape[:2]:
             raise ValueError(
                 f"logits_per_branch[{b}] shape {tuple(logits.shape)} does not match action [B, K] "
-                f"{tuple(action_bkb.shape[:2])}"
+                f"{tuple(disc_action_k.shape[:2])}"
             )
         logp = torch.log_softmax(logits, dim=-1)
-        total.append(-logp.gather(-1, action_bkb[..., b : b + 1].long()).squeeze(-1))
+        total.append(-logp.gather(-1, disc_action_k[..., b : b + 1].long()).squeeze(-1))
     return torch.stack(total, 0).sum(0)
 
 
@@ -219,21 +219,21 @@ class ModelLosses(NamedTuple):
     policy_k: Optional[torch.Tensor]  # [K] (steps 0..K-1)
     game_over_k: Optional[torch.Tensor]  # [K+1]
     consistency_k: Optional[torch.Tensor]  # [K] (steps 1..K)
-    value_0_b: torch.Tensor  # [B] the model's value prediction v_0 as a scalar (no gradient)
-    value_err_b: torch.Tensor  # [B] |v_0 - z_0| (no gradient): the PER priority before exponent and epsilon
+    value_0: torch.Tensor  # [B] the model's value prediction v_0 as a scalar (no gradient)
+    value_err: torch.Tensor  # [B] |v_0 - z_0| (no gradient): the PER priority before exponent and epsilon
 
 
 def model_losses(
-    value_pred_bk: torch.Tensor,
-    reward_pred_bk: Optional[torch.Tensor],
-    policy_bka: Optional[torch.Tensor],
-    game_over_logit_bk: Optional[torch.Tensor],
+    value_pred_k: torch.Tensor,
+    reward_pred_k: Optional[torch.Tensor],
+    policy_out_k: Optional[torch.Tensor],
+    game_over_logit_k: Optional[torch.Tensor],
     consistency_online_bkd: Optional[torch.Tensor],
     consistency_target_bkd: Optional[torch.Tensor],
     targets: UnrollTargets,
-    weights_b: torch.Tensor,
-    cont_action_bka: Optional[torch.Tensor],
-    disc_action_bkb: Optional[torch.Tensor],
+    is_weights: torch.Tensor,
+    cont_action_k: Optional[torch.Tensor],
+    disc_action_k: Optional[torch.Tensor],
     branches: Sequence[int],
     *,
     support_size: int,
@@ -242,49 +242,49 @@ def model_losses(
 ) -> ModelLosses:
     """MuZero's training loss (MuZero eq. 1; pseudocode ``update_weights``) from the unroll's predictions.
 
-    ``value_pred_bk[B, K+1(, 2S+1)]`` and ``reward_pred_bk[B, K(, 2S+1)]`` (None when K = 0) are the value and
-    reward heads' outputs of unroll steps 0..K and 1..K; ``policy_bka[B, K, Ac + sum(branches)]`` the policy
-    head's of steps 0..K-1 (tanh means, then branch logits; None: no policy loss); ``game_over_logit_bk[B, K+1]``
+    ``value_pred_k[B, K+1(, 2S+1)]`` and ``reward_pred_k[B, K(, 2S+1)]`` (None when K = 0) are the value and
+    reward heads' outputs of unroll steps 0..K and 1..K; ``policy_out_k[B, K, Ac + sum(branches)]`` the policy
+    head's of steps 0..K-1 (tanh means, then branch logits; None: no policy loss); ``game_over_logit_k[B, K+1]``
     (None: no game-over loss); ``consistency_online_bkd`` and ``consistency_target_bkd[B, K, D]`` the
     projections of steps 1..K and of h(o_{t+k}) (None: no consistency loss).  Each per-sample loss is
-    multiplied by the importance weight ``weights_b[B]``, averaged over the batch where its mask is set, and
+    multiplied by the importance weight ``is_weights[B]``, averaged over the batch where its mask is set, and
     steps 1..K weigh 1/K.
     """
-    K = targets.reward_bk.shape[1]
-    B = targets.value_bk.shape[0]
-    device = targets.value_bk.device
-    w = weights_b.unsqueeze(1)
+    K = targets.reward_target_k.shape[1]
+    B = targets.value_target_k.shape[0]
+    device = targets.value_target_k.device
+    w = is_weights.unsqueeze(1)
     step_scale = torch.tensor([1.0] + [1.0 / max(K, 1)] * K, device=device)
-    value_l = scalar_prediction_loss(value_pred_bk, targets.value_bk, support_size, transform_eps)
-    value_k = masked_mean_over_batch(value_l * w, targets.value_mask_bk)
+    value_l = scalar_prediction_loss(value_pred_k, targets.value_target_k, support_size, transform_eps)
+    value_k = masked_mean_over_batch(value_l * w, targets.value_mask_k)
     total = loss_weights.value * (value_k * step_scale).sum()
     reward_k = policy_k = game_over_k = consistency_k = None
-    if reward_pred_bk is not None:
-        reward_l = scalar_prediction_loss(reward_pred_bk, targets.reward_bk, support_size, transform_eps)
-        reward_k = masked_mean_over_batch(reward_l * w, targets.reward_mask_bk)
+    if reward_pred_k is not None:
+        reward_l = scalar_prediction_loss(reward_pred_k, targets.reward_target_k, support_size, transform_eps)
+        reward_k = masked_mean_over_batch(reward_l * w, targets.reward_mask_k)
         total = total + loss_weights.reward * (reward_k * step_scale[1:]).sum()
-    if policy_bka is not None:
+    if policy_out_k is not None:
         # Policy target of step k is the action taken at row k (k < K, where the row is stored).
         policy_l = torch.zeros(B, K, device=device)
-        c = 0 if cont_action_bka is None else cont_action_bka.shape[-1]
+        c = 0 if cont_action_k is None else cont_action_k.shape[-1]
         if c > 0:
-            policy_l = policy_l + continuous_policy_loss(policy_bka[..., :c], cont_action_bka.clamp(-1, 1))
+            policy_l = policy_l + continuous_policy_loss(policy_out_k[..., :c], cont_action_k.clamp(-1, 1))
         if branches:
-            logits = torch.split(policy_bka[..., c:], list(branches), dim=-1)
-            policy_l = policy_l + discrete_policy_loss(list(logits), disc_action_bkb)
-        policy_k = masked_mean_over_batch(policy_l * w, targets.value_mask_bk[:, :K])
+            logits = torch.split(policy_out_k[..., c:], list(branches), dim=-1)
+            policy_l = policy_l + discrete_policy_loss(list(logits), disc_action_k)
+        policy_k = masked_mean_over_batch(policy_l * w, targets.value_mask_k[:, :K])
         total = total + loss_weights.policy * (policy_k * step_scale[:K]).sum()
-    if game_over_logit_bk is not None:
+    if game_over_logit_k is not None:
         go_l = torch.nn.functional.binary_cross_entropy_with_logits(
-            game_over_logit_bk, targets.game_over_bk, reduction="none"
+            game_over_logit_k, targets.game_over_target_k, reduction="none"
         )
-        game_over_k = masked_mean_over_batch(go_l * w, targets.game_over_mask_bk)
+        game_over_k = masked_mean_over_batch(go_l * w, targets.game_over_mask_k)
         total = total + loss_weights.game_over * (game_over_k * step_scale).sum()
     if consistency_online_bkd is not None and consistency_target_bkd is not None:
         cons_l = negative_cosine_similarity(consistency_online_bkd, consistency_target_bkd)
-        consistency_k = masked_mean_over_batch(cons_l * w, targets.value_mask_bk[:, 1:])
+        consistency_k = masked_mean_over_batch(cons_l * w, targets.value_mask_k[:, 1:])
         total = total + loss_weights.consistency * (consistency_k * step_scale[1:]).sum()
     with torch.no_grad():
-        v0 = prediction_to_scalar(value_pred_bk[:, 0], support_size, transform_eps)
-        value_err_b = (v0 - targets.value_bk[:, 0]).abs()
-    return ModelLosses(total, value_k, reward_k, policy_k, game_over_k, consistency_k, v0, value_err_b)
+        v0 = prediction_to_scalar(value_pred_k[:, 0], support_size, transform_eps)
+        value_err = (v0 - targets.value_target_k[:, 0]).abs()
+    return ModelLosses(total, value_k, reward_k, policy_k, game_over_k, consistency_k, v0, value_err)

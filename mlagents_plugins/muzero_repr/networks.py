@@ -140,7 +140,7 @@ class MuZeroModel(nn.Module):
         reward = squeeze_scalar_head(self.dynamics_reward(h), self.support_size)
         return self._predict(next_latent, reward)
 
-    def unroll(self, inputs: List[torch.Tensor], actions_enc_bka: torch.Tensor, gradient_scale: float) -> List[ModelOutput]:
+    def unroll(self, inputs: List[torch.Tensor], actions_enc_k: torch.Tensor, gradient_scale: float) -> List[ModelOutput]:
         """Outputs of unroll steps 0..K with the given encoded actions ``[B, K, A]``.
 
         As in the MuZero pseudocode (``update_weights``), each step's predictions are read from the latent
@@ -149,9 +149,9 @@ class MuZeroModel(nn.Module):
         """
         out = [self.initial_inference(inputs)]
         latent = out[0].latent
-        for k in range(actions_enc_bka.shape[1]):
+        for k in range(actions_enc_k.shape[1]):
             latent = scale_gradient(latent, gradient_scale) if k > 0 else latent
-            step = self.recurrent_inference(latent, actions_enc_bka[:, k])
+            step = self.recurrent_inference(latent, actions_enc_k[:, k])
             out.append(step)
             latent = step.latent
         return out

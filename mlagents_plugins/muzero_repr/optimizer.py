@@ -189,15 +189,15 @@ class MuZeroReprOptimizer(TorchOptimizer):
         targets) and its losses (``losses.model_losses``)."""
         hp = self.hp
         K, n = hp.num_unroll_steps, hp.td_steps
-        B = batch.r_bw.shape[0]
+        B = batch.r_t.shape[0]
         with torch.no_grad():
             v_boot = muzero_losses.prediction_to_scalar(
                 self.target_model.initial_inference(batch.boot_obs).value, hp.support_size, self.transform_eps
             ).reshape(B, K + 1)
-            v_next_bw = torch.zeros_like(batch.r_bw).scatter(1, batch.boot_rows_bk, v_boot)
-            tg = compute_unroll_targets(batch.r_bw, batch.terminal_bw, batch.terminal_bw, batch.valid_bw,
-                                        v_next_bw, self.gamma, K, n)
-        outs = self.model.unroll(batch.obs_0, batch.actions_enc_bka, hp.recurrent_gradient_scaling_factor)
+            v_t = torch.zeros_like(batch.r_t).scatter(1, batch.boot_rows_k, v_boot)
+            tg = compute_unroll_targets(batch.r_t, batch.terminal_t, batch.terminal_t, batch.valid_t,
+                                        v_t, self.gamma, K, n)
+        outs = self.model.unroll(batch.obs_0, batch.actions_enc_k, hp.recurrent_gradient_scaling_factor)
         reward_pred = torch.stack([o.reward for o in outs[1:]], dim=1) if K > 0 else None
         policy = torch.stack([o.policy for o in outs[:K]], dim=1) if hp.policy_loss_weight > 0 and K > 0 else None
         game_over = torch.stack([o.game_over_logit for o in outs], dim=1) if hp.train_game_over else None
@@ -209,7 +209,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             online = torch.stack([self.model.consistency_online(o.latent) for o in outs[1:]], dim=1)
         losses = muzero_losses.model_losses(
             torch.stack([o.value for o in outs], dim=1), reward_pred, policy, game_over, online, target, tg,
-            batch.weights_b, batch.cont_action_bka, batch.disc_action_bkb, self.branches,
+            batch.is_weights, batch.cont_action_k, batch.disc_action_k, self.branches,
             support_size=hp.support_size, transform_eps=self.transform_eps, loss_weights=self.loss_weights,
         )
         with torch.no_grad():
@@ -236,9 +236,9 @@ class MuZeroReprOptimizer(TorchOptimizer):
         self.num_model_updates += 1
         if self.num_model_updates % hp.model_target_update_period == 0:
             self.update_target_model(hp.model_target_update_tau)
-        out, z0 = fwd.losses, fwd.targets.value_bk[:, 0]
+        out, z0 = fwd.losses, fwd.targets.value_target_k[:, 0]
         vals = torch.stack(
-            [total.detach(), z0.mean(), z0.min(), z0.max(), out.value_0_b.mean(), fwd.latent_std]
+            [total.detach(), z0.mean(), z0.min(), z0.max(), out.value_0.mean(), fwd.latent_std]
         ).tolist()
         stats = {
             STAT_MODEL_LOSS: vals[0],
@@ -259,7 +259,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             stats[STAT_LATENT_NORM.format(k=k)] = v
         stats[STAT_MODEL_UPDATES] = float(self.num_model_updates)
         stats[STAT_MODEL_LR] = float(model_lr)
-        return stats, out.value_err_b
+        return stats, out.value_err
 
     # ------------------------------------------------------------------ RL head (SAC on the latent)
     def _actor_on_latent(self, z: List[torch.Tensor], mask: Optional[torch.Tensor]):

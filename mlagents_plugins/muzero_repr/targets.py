@@ -11,6 +11,10 @@ A training window starts at a sampled row ``t`` (window index 0) and has ``W = K
 num_unroll_steps``, ``n = td_steps``.  Unroll step ``k = 0..K`` is the latent ``s_k`` = h(o_0) unrolled
 ``k`` times by g with ``a_0..a_{k-1}``.
 
+Names follow docs/TEAM.md: per-row tensors of a window end in ``_t`` (``r_t[:, j]`` is row ``j``'s reward; the
+bootstrap values ``v_next_j`` below are ``v_t``), per-unroll-step ones in ``_k`` (``value_target_k[:, k]`` is
+``z_k``); shapes are in the comments.
+
 Targets (MuZero eq. 1 and Appendix G with the deviations written here):
 
 * value of step ``k``: z_k = sum_{i<m} gamma^i r_{k+i} + gamma^m (1 - terminal_{k+m-1}) v_next_{k+m-1},
@@ -34,34 +38,34 @@ ACTIONS_AFTER_END_CHOICES = (ACTIONS_AFTER_END_REPEAT, ACTIONS_AFTER_END_RANDOM)
 
 
 class UnrollTargets(NamedTuple):
-    value_bk: torch.Tensor  # [B, K+1] n-step value targets z_k (0 where masked)
-    value_mask_bk: torch.Tensor  # [B, K+1] bool, also the policy and (k >= 1) consistency mask
-    reward_bk: torch.Tensor  # [B, K] reward target of unroll steps 1..K (0 where masked)
-    reward_mask_bk: torch.Tensor  # [B, K] bool
-    game_over_bk: torch.Tensor  # [B, K+1] float 0/1
-    game_over_mask_bk: torch.Tensor  # [B, K+1] bool
-    alive_bw: torch.Tensor  # [B, W] bool: row j is stored and in the start row's episode
+    value_target_k: torch.Tensor  # [B, K+1] n-step value targets z_k (0 where masked)
+    value_mask_k: torch.Tensor  # [B, K+1] bool, also the policy and (k >= 1) consistency mask
+    reward_target_k: torch.Tensor  # [B, K] reward target of unroll steps 1..K (0 where masked)
+    reward_mask_k: torch.Tensor  # [B, K] bool
+    game_over_target_k: torch.Tensor  # [B, K+1] float 0/1
+    game_over_mask_k: torch.Tensor  # [B, K+1] bool
+    alive_t: torch.Tensor  # [B, W] bool: row j is stored and in the start row's episode
 
 
-def alive_rows(valid_bw: torch.Tensor, episode_end_bw: torch.Tensor) -> torch.Tensor:
+def alive_rows(valid_t: torch.Tensor, episode_end_t: torch.Tensor) -> torch.Tensor:
     """Row ``j`` is alive when rows 0..j are all stored and no episode ended at rows 0..j-1."""
-    if valid_bw.dim() != 2 or valid_bw.shape != episode_end_bw.shape:
+    if valid_t.dim() != 2 or valid_t.shape != episode_end_t.shape:
         raise ValueError(
-            f"valid_bw and episode_end_bw must both be [B, W], got {tuple(valid_bw.shape)} and "
-            f"{tuple(episode_end_bw.shape)}"
+            f"valid_t and episode_end_t must both be [B, W], got {tuple(valid_t.shape)} and "
+            f"{tuple(episode_end_t.shape)}"
         )
-    stored = torch.cumprod(valid_bw.long(), dim=1).bool()
+    stored = torch.cumprod(valid_t.long(), dim=1).bool()
     ended_before = torch.zeros_like(stored)
-    ended_before[:, 1:] = torch.cumsum(episode_end_bw[:, :-1].long(), dim=1) > 0
+    ended_before[:, 1:] = torch.cumsum(episode_end_t[:, :-1].long(), dim=1) > 0
     return stored & ~ended_before
 
 
 def compute_unroll_targets(
-    r_bw: torch.Tensor,
-    terminal_bw: torch.Tensor,
-    episode_end_bw: torch.Tensor,
-    valid_bw: torch.Tensor,
-    v_next_bw: torch.Tensor,
+    r_t: torch.Tensor,
+    terminal_t: torch.Tensor,
+    episode_end_t: torch.Tensor,
+    valid_t: torch.Tensor,
+    v_t: torch.Tensor,
     gamma: float,
     num_unroll_steps: int,
     td_steps: int,
@@ -70,26 +74,26 @@ def compute_unroll_targets(
     K, n = num_unroll_steps, td_steps
     if K < 0 or n < 1:
         raise ValueError(f"need num_unroll_steps >= 0 and td_steps >= 1, got {K} and {n}")
-    if r_bw.dim() != 2:
-        raise ValueError(f"r_bw must be [B, W], got shape {tuple(r_bw.shape)}")
-    B, W = r_bw.shape
+    if r_t.dim() != 2:
+        raise ValueError(f"r_t must be [B, W], got shape {tuple(r_t.shape)}")
+    B, W = r_t.shape
     if W != K + n:
         raise ValueError(f"window length W must be num_unroll_steps + td_steps = {K + n}, got {W}")
-    for name, t in (("terminal_bw", terminal_bw), ("episode_end_bw", episode_end_bw),
-                    ("valid_bw", valid_bw), ("v_next_bw", v_next_bw)):
+    for name, t in (("terminal_t", terminal_t), ("episode_end_t", episode_end_t),
+                    ("valid_t", valid_t), ("v_t", v_t)):
         if tuple(t.shape) != (B, W):
             raise ValueError(f"{name} must be [B, W] = {(B, W)}, got {tuple(t.shape)}")
-    if bool((terminal_bw.bool() & ~episode_end_bw.bool()).any()):
-        raise ValueError("terminal_bw set on a row whose episode_end_bw is not set")
+    if bool((terminal_t.bool() & ~episode_end_t.bool()).any()):
+        raise ValueError("terminal_t set on a row whose episode_end_t is not set")
 
-    terminal = terminal_bw.bool()
-    episode_end = episode_end_bw.bool()
-    alive = alive_rows(valid_bw.bool(), episode_end)
+    terminal = terminal_t.bool()
+    episode_end = episode_end_t.bool()
+    alive = alive_rows(valid_t.bool(), episode_end)
     # Row j continues into row j+1 of the same episode (no end at j, j+1 stored); the last row never does.
     cont = torch.zeros_like(alive)
-    cont[:, :-1] = ~episode_end[:, :-1] & valid_bw.bool()[:, 1:]
-    r = r_bw.float()
-    v_next = v_next_bw.float()
+    cont[:, :-1] = ~episode_end[:, :-1] & valid_t.bool()[:, 1:]
+    r = r_t.float()
+    v_next = v_t.float()
 
     steps = torch.arange(K + 1, device=r.device)
     value = torch.zeros(B, K + 1, device=r.device)
@@ -114,68 +118,68 @@ def compute_unroll_targets(
     game_over[:, 1:] = torch.cumsum(terminal_alive[:, :K], dim=1) > 0
     game_over_mask = value_mask | game_over
     return UnrollTargets(
-        value_bk=value,
-        value_mask_bk=value_mask,
-        reward_bk=reward,
-        reward_mask_bk=reward_mask,
-        game_over_bk=game_over.float(),
-        game_over_mask_bk=game_over_mask,
-        alive_bw=alive,
+        value_target_k=value,
+        value_mask_k=value_mask,
+        reward_target_k=reward,
+        reward_mask_k=reward_mask,
+        game_over_target_k=game_over.float(),
+        game_over_mask_k=game_over_mask,
+        alive_t=alive,
     )
 
 
 def actions_for_unroll(
-    action_bka: torch.Tensor,
-    alive_bk: torch.Tensor,
+    action_k: torch.Tensor,
+    alive_k: torch.Tensor,
     mode: str,
-    random_actions_bka: Optional[torch.Tensor] = None,
+    random_actions_k: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Actions fed to the dynamics at unroll steps 1..K: the taken ones while alive, then filled.
 
-    ``action_bka[B, K, A]`` are the stored actions of rows 0..K-1 (rows past the episode end hold data of
+    ``action_k[B, K, A]`` are the stored actions of rows 0..K-1 (rows past the episode end hold data of
     another episode or nothing).  ``mode == "repeat"`` repeats the last alive action (ALF's default);
-    ``"random"`` uses ``random_actions_bka`` there.  Row 0 is always alive (it was sampled).
+    ``"random"`` uses ``random_actions_k`` there.  Row 0 is always alive (it was sampled).
     """
     if mode not in ACTIONS_AFTER_END_CHOICES:
         raise ValueError(f"mode must be one of {ACTIONS_AFTER_END_CHOICES}, got {mode!r}")
-    if action_bka.dim() != 3 or tuple(alive_bk.shape) != tuple(action_bka.shape[:2]):
+    if action_k.dim() != 3 or tuple(alive_k.shape) != tuple(action_k.shape[:2]):
         raise ValueError(
-            f"action_bka must be [B, K, A] and alive_bk [B, K], got {tuple(action_bka.shape)} and "
-            f"{tuple(alive_bk.shape)}"
+            f"action_k must be [B, K, A] and alive_k [B, K], got {tuple(action_k.shape)} and "
+            f"{tuple(alive_k.shape)}"
         )
-    if action_bka.shape[1] == 0:
-        return action_bka
-    alive = alive_bk.bool()
+    if action_k.shape[1] == 0:
+        return action_k
+    alive = alive_k.bool()
     if mode == ACTIONS_AFTER_END_RANDOM:
-        if random_actions_bka is None or random_actions_bka.shape != action_bka.shape:
+        if random_actions_k is None or random_actions_k.shape != action_k.shape:
             raise ValueError(
-                f"mode 'random' needs random_actions_bka of shape {tuple(action_bka.shape)}, got "
-                f"{None if random_actions_bka is None else tuple(random_actions_bka.shape)}"
+                f"mode 'random' needs random_actions_k of shape {tuple(action_k.shape)}, got "
+                f"{None if random_actions_k is None else tuple(random_actions_k.shape)}"
             )
-        return torch.where(alive.unsqueeze(-1), action_bka, random_actions_bka.to(action_bka.dtype))
-    K = action_bka.shape[1]
-    idx = torch.arange(K, device=action_bka.device).expand_as(alive)
+        return torch.where(alive.unsqueeze(-1), action_k, random_actions_k.to(action_k.dtype))
+    K = action_k.shape[1]
+    idx = torch.arange(K, device=action_k.device).expand_as(alive)
     last_alive = torch.cummax(torch.where(alive, idx, torch.zeros_like(idx)), dim=1).values
-    return action_bka.gather(1, last_alive.unsqueeze(-1).expand_as(action_bka))
+    return action_k.gather(1, last_alive.unsqueeze(-1).expand_as(action_k))
 
 
 def bootstrap_rows(
-    terminal_bw: torch.Tensor, episode_end_bw: torch.Tensor, valid_bw: torch.Tensor, num_unroll_steps: int, td_steps: int
+    terminal_t: torch.Tensor, episode_end_t: torch.Tensor, valid_t: torch.Tensor, num_unroll_steps: int, td_steps: int
 ) -> torch.Tensor:
     """Window row whose ``next_obs`` value bootstraps the target of each unroll step, ``[B, K+1]`` (long).
 
     Row ``k + m - 1`` of the module docstring: the last row summed for step ``k``.  Only these ``B (K+1)``
     observations need the target network (instead of all ``B W``); scatter their values into a ``[B, W]``
-    ``v_next_bw`` for ``compute_unroll_targets``.  For steps that are not alive the row is arbitrary.
+    ``v_t`` for ``compute_unroll_targets``.  For steps that are not alive the row is arbitrary.
     """
     K, n = num_unroll_steps, td_steps
-    if valid_bw.dim() != 2 or valid_bw.shape[1] != K + n:
-        raise ValueError(f"valid_bw must be [B, {K + n}], got {tuple(valid_bw.shape)}")
-    episode_end = episode_end_bw.bool()
-    cont = torch.zeros_like(valid_bw, dtype=torch.bool)
-    cont[:, :-1] = ~episode_end[:, :-1] & valid_bw.bool()[:, 1:]
-    steps = torch.arange(K + 1, device=valid_bw.device)
-    last = steps.expand(valid_bw.shape[0], K + 1).clone()
+    if valid_t.dim() != 2 or valid_t.shape[1] != K + n:
+        raise ValueError(f"valid_t must be [B, {K + n}], got {tuple(valid_t.shape)}")
+    episode_end = episode_end_t.bool()
+    cont = torch.zeros_like(valid_t, dtype=torch.bool)
+    cont[:, :-1] = ~episode_end[:, :-1] & valid_t.bool()[:, 1:]
+    steps = torch.arange(K + 1, device=valid_t.device)
+    last = steps.expand(valid_t.shape[0], K + 1).clone()
     running = torch.ones_like(last, dtype=torch.bool)
     for i in range(n - 1):
         running = running & cont[:, steps + i]

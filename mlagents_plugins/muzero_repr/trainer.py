@@ -117,11 +117,11 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             torch_rng=self.torch_rng, device=opt.device,
         )
 
-    def write_priorities(self, starts: np.ndarray, value_err_b: torch.Tensor) -> Dict[str, float]:
+    def write_priorities(self, starts: np.ndarray, value_err: torch.Tensor) -> Dict[str, float]:
         """PER priorities ``(|v_0 - z_0| + per_epsilon)^per_alpha`` of the model batch's start rows, and their
         stats."""
         hp = self.muzero_settings
-        pr = sac_losses.per_priorities(value_err_b, hp.per_alpha, hp.per_epsilon).cpu().numpy()
+        pr = sac_losses.per_priorities(value_err, hp.per_alpha, hp.per_epsilon).cpu().numpy()
         self.replay.update_priorities(starts, pr)
         return {STAT_PRIORITY_MEAN: float(pr.mean()), STAT_PRIORITY_MAX: float(pr.max())}
 
@@ -132,10 +132,10 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         if self.num_updates % hp.model_update_interval == 0:
             for _ in range(hp.model_updates_per_interval):
                 batch = self.sample_model_batch()
-                model_stats, value_err_b = opt.update_model(batch)
+                model_stats, value_err = opt.update_model(batch)
                 stats.update(model_stats)
                 if hp.prioritized_replay:
-                    stats.update(self.write_priorities(batch.starts, value_err_b))
+                    stats.update(self.write_priorities(batch.starts, value_err))
                     stats[STAT_PER_BETA] = self.per_beta()
         stats.update(opt.update_rl(self.sample_rl_batch()))
         return stats

@@ -2,18 +2,19 @@
 import numpy as np
 import pytest
 
-from helpers import make_spec, make_trainer, make_trajectory
+from helpers import make_trainer
+from tests.builders import behavior_spec, trajectory
 from mlagents_plugins.offpolicy import rows as R
 
 
 def test_n_step_windows_match_stored_trajectories(tmp_path):
-    spec = make_spec(cont=1, branches=(2,))
+    spec = behavior_spec(cont=1, branches=(2,))
     trainer = make_trainer(spec, tmp_path, batch_size=4, n_step=3, buffer_init_steps=10 ** 6)
     rng = np.random.default_rng(0)
     trajs = [
-        make_trajectory(spec, 4, rng, done=True),  # rows 0-3, terminal at 3
-        make_trajectory(spec, 3, rng, done=True, interrupted=True),  # rows 4-6, time-out at 6
-        make_trajectory(spec, 5, rng),  # rows 7-11, chunk end (no done) at 11
+        trajectory(spec, 4, rng, done=True),  # rows 0-3, terminal at 3
+        trajectory(spec, 3, rng, done=True, interrupted=True),  # rows 4-6, time-out at 6
+        trajectory(spec, 5, rng),  # rows 7-11, chunk end (no done) at 11
     ]
     for t in trajs:
         trainer._process_trajectory(t)

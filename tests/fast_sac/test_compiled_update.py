@@ -5,7 +5,8 @@ import logging
 import pytest
 import torch
 
-from helpers import filled_trainer, make_spec, make_trainer
+from helpers import filled_trainer, make_trainer
+from tests.builders import behavior_spec
 from mlagents_plugins import compiled_step
 from mlagents_plugins.compiled_step import CompiledStep
 
@@ -98,8 +99,8 @@ def test_environment_switch_turns_compiling_off(monkeypatch, value):
 def test_compile_setting_automatic_false_and_true(tmp_path, monkeypatch):
     """null (default): compiled for vector observations only; false: never; true: also with a camera."""
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
-    vector = make_spec(obs_shapes=((5,), (3,)), cont=2)
-    camera = make_spec(obs_shapes=((3, 20, 20), (2,)), cont=0, branches=(3,))
+    vector = behavior_spec(obs_shapes=((5,), (3,)), cont=2)
+    camera = behavior_spec(obs_shapes=((3, 20, 20), (2,)), cont=0, branches=(3,))
     assert make_trainer(vector, tmp_path / "a", batch_size=8).optimizer.loss_step.mode == "compiled"
     assert make_trainer(camera, tmp_path / "b", batch_size=8).optimizer.loss_step.mode == "eager"
     assert make_trainer(vector, tmp_path / "c", batch_size=8, compile_update=False).optimizer.loss_step.mode == "eager"

@@ -2,18 +2,19 @@
 the chunk is dropped with a warning naming what was non-finite; finite chunks are stored as before."""
 import numpy as np
 import pytest
-from helpers import make_spec, make_trainer, make_trajectory
+from helpers import make_trainer
+from tests.builders import behavior_spec, trajectory
 
 
 @pytest.mark.parametrize("where", ["obs", "reward", "next_obs"])
 def test_nonfinite_chunk_is_dropped_with_a_warning(tmp_path, caplog, where):
-    spec = make_spec()
+    spec = behavior_spec()
     trainer = make_trainer(spec, tmp_path, buffer_init_steps=10 ** 6, normalize=True)
     rng = np.random.default_rng(0)
-    trainer._process_trajectory(make_trajectory(spec, 9, rng))
+    trainer._process_trajectory(trajectory(spec, 9, rng))
     size = trainer.replay.size
     mean_before = trainer.policy.actor.network_body.observation_encoder.processors[0].normalizer.running_mean.clone()
-    bad = make_trajectory(spec, 9, rng)
+    bad = trajectory(spec, 9, rng)
     if where == "obs":
         bad.steps[4].obs[0][1] = np.nan
         expected = "observation 0 holds"
@@ -30,5 +31,5 @@ def test_nonfinite_chunk_is_dropped_with_a_warning(tmp_path, caplog, where):
     normalizer = trainer.policy.actor.network_body.observation_encoder.processors[0].normalizer
     assert np.isfinite(normalizer.running_mean.numpy()).all()
     assert (normalizer.running_mean == mean_before).all()
-    trainer._process_trajectory(make_trajectory(spec, 9, rng))
+    trainer._process_trajectory(trajectory(spec, 9, rng))
     assert trainer.replay.size > size

@@ -4,7 +4,8 @@ import pytest
 
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
-from helpers import make_trainer, make_trajectory
+from helpers import make_trainer
+from tests.builders import trajectory
 
 
 def _visual(shape):
@@ -40,7 +41,7 @@ def test_update_runs_for_observation_kind(tmp_path, obs, encoder):
     trainer = make_trainer(spec, tmp_path, batch_size=8, buffer_init_steps=10 ** 6, encoder=encoder)
     rng = np.random.default_rng(0)
     for _ in range(2):
-        trainer._process_trajectory(make_trajectory(spec, 6, rng))
+        trainer._process_trajectory(trajectory(spec, 6, rng))
     before = [p.detach().clone() for p in trainer.optimizer._q_params]
     stats = trainer.update_once()
     assert np.isfinite(stats["Losses/Q1 Loss"]) and np.isfinite(stats["Losses/Policy Loss"])

@@ -5,7 +5,8 @@ import os
 
 import numpy as np
 import pytest
-from helpers import make_spec, make_trainer, make_trajectory
+from helpers import make_trainer
+from tests.builders import behavior_spec, trajectory
 from mlagents.trainers.model_saver.torch_model_saver import TorchModelSaver
 
 from mlagents_plugins import atomic_checkpoint
@@ -18,15 +19,15 @@ def _files(folder):
 @pytest.mark.parametrize("failing", ["checkpoint", "replay"])
 def test_disk_full_during_checkpoint_keeps_the_last_good_files(tmp_path, monkeypatch, caplog, failing):
     monkeypatch.setattr(TorchModelSaver, "save_checkpoint", atomic_checkpoint.save_checkpoint_atomically)
-    spec = make_spec()
+    spec = behavior_spec()
     trainer = make_trainer(spec, tmp_path, save_replay_buffer=True, buffer_init_steps=10 ** 6)
     rng = np.random.default_rng(0)
-    trainer._process_trajectory(make_trajectory(spec, 9, rng))
+    trainer._process_trajectory(trajectory(spec, 9, rng))
     trainer._checkpoint()
     folder = tmp_path / "B"
     before = _files(folder)
     assert "replay_buffer.mlreplay" in before and "checkpoint.pt" in before
-    trainer._process_trajectory(make_trajectory(spec, 9, rng))
+    trainer._process_trajectory(trajectory(spec, 9, rng))
     trainer._step += 9
 
     real_fsync = os.fsync

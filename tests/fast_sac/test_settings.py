@@ -4,7 +4,8 @@ import pytest
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import RunOptions, TrainerSettings
 
-from helpers import make_spec, make_trainer
+from helpers import make_trainer
+from tests.builders import behavior_spec
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 
@@ -60,7 +61,7 @@ def test_recurrent_policy_rejected_at_start_up(tmp_path):
 
 def test_init_replay_from_missing_file_is_a_config_error(tmp_path):
     with pytest.raises(TrainerConfigError, match="init_replay_from.*does not exist"):
-        make_trainer(make_spec(), tmp_path, init_replay_from="no_such_run")
+        make_trainer(behavior_spec(), tmp_path, init_replay_from="no_such_run")
 
 
 def test_non_bool_flags_rejected_when_built_directly():
@@ -71,6 +72,7 @@ def test_non_bool_flags_rejected_when_built_directly():
 
 
 def test_actor_min_q_automatic_default_follows_action_kind(tmp_path):
-    assert make_trainer(make_spec(cont=2), tmp_path / "c").optimizer.actor_q1_only
-    assert not make_trainer(make_spec(cont=0, branches=(2,)), tmp_path / "d").optimizer.actor_q1_only
-    assert not make_trainer(make_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.actor_q1_only
+    assert make_trainer(behavior_spec(cont=2), tmp_path / "c").optimizer.actor_q1_only
+    assert not make_trainer(behavior_spec(cont=0, branches=(2,)), tmp_path / "d").optimizer.actor_q1_only
+    assert not make_trainer(behavior_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.actor_q1_only
+

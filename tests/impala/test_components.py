@@ -13,7 +13,7 @@ from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_traj
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
 from mlagents_plugins.impala.trainer import ImpalaTrainer
-from tests.impala.helpers import OBS_SIZE, behavior_spec, make_trajectory, trainer_settings
+from tests.impala.helpers import OBS_SIZE, impala_spec, make_trajectory, trainer_settings
 
 
 def _buffer_with_rewards(traj, names=("extrinsic",)):
@@ -25,7 +25,7 @@ def _buffer_with_rewards(traj, names=("extrinsic",)):
 
 @pytest.mark.parametrize("done,interrupted", [(True, False), (True, True), (False, False)])
 def test_cut_trajectory_pieces_bootstrap_and_terminal(done, interrupted):
-    spec = behavior_spec(2, (3,))
+    spec = impala_spec(2, (3,))
     traj = make_trajectory(11, spec, done, interrupted, np.random.default_rng(0), obs_offset=100.0)
     versions = np.arange(11) + 7
     pieces = cut_trajectory(_buffer_with_rewards(traj), 1, done and not interrupted, ["extrinsic"], versions, 4)
@@ -46,7 +46,7 @@ def test_cut_trajectory_pieces_bootstrap_and_terminal(done, interrupted):
 
 
 def test_make_batch_is_time_major_and_padded():
-    spec = behavior_spec(1, (2, 3))
+    spec = impala_spec(1, (2, 3))
     rng = np.random.default_rng(1)
     pieces = []
     for n, (length, done) in enumerate([(5, False), (3, True)]):
@@ -63,7 +63,7 @@ def test_make_batch_is_time_major_and_padded():
 
 
 def test_piece_queue_counts_steps_fifo_reuse_bound_and_capacity():
-    spec = behavior_spec(1)
+    spec = impala_spec(1)
     traj = make_trajectory(12, spec, False, False, np.random.default_rng(2))
     pieces = cut_trajectory(_buffer_with_rewards(traj), 1, False, ["extrinsic"], np.zeros(12, int), 2)  # 6 x 2 steps
     queue = PieceQueue(capacity=10, max_reuse=2, seed=0)
@@ -82,7 +82,7 @@ def test_piece_queue_counts_steps_fifo_reuse_bound_and_capacity():
 
 def test_piece_queue_batch_of_short_pieces_holds_batch_size_steps():
     """Episodes of 3 steps give pieces of 3 steps: a batch of 32 steps takes 11 of them (not 32 pieces)."""
-    spec = behavior_spec(1)
+    spec = impala_spec(1)
     rng = np.random.default_rng(5)
     pieces = []
     for _ in range(20):
@@ -95,7 +95,7 @@ def test_piece_queue_batch_of_short_pieces_holds_batch_size_steps():
 
 
 def test_policy_records_acting_versions_by_observation():
-    spec = behavior_spec(2)
+    spec = impala_spec(2)
     policy = ImpalaPolicy(0, spec, trainer_settings().network_settings, SimpleActor, {})
 
     def decide(values, version):
@@ -130,7 +130,7 @@ def _grads(loss, params):
 
 
 def test_gradient_routing_separate_critic():
-    spec = behavior_spec(2, (3,))
+    spec = impala_spec(2, (3,))
     settings = trainer_settings(shared_critic=False)
     policy = ImpalaPolicy(0, spec, settings.network_settings, SimpleActor, {})
     opt = TorchImpalaOptimizer(policy, settings)
@@ -144,7 +144,7 @@ def test_gradient_routing_separate_critic():
 
 
 def test_gradient_routing_shared_critic_and_update_moves_parameters():
-    spec = behavior_spec(2)
+    spec = impala_spec(2)
     settings = trainer_settings(streams=(("extrinsic", 0.9), ("curiosity", 0.5)), shared_critic=True)
     policy = ImpalaPolicy(0, spec, settings.network_settings, SharedActorCritic, {"stream_names": ["extrinsic", "curiosity"]})
     opt = TorchImpalaOptimizer(policy, settings)

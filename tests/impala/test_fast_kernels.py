@@ -15,7 +15,7 @@ from mlagents_plugins.impala import optimizer as O
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.trainer import ImpalaTrainer
-from tests.impala.helpers import behavior_spec, trainer_settings
+from tests.impala.helpers import impala_spec, trainer_settings
 from tests.impala.test_components import _batch_for
 
 
@@ -33,7 +33,7 @@ def _unfuse_(module) -> None:
 
 
 def test_trainer_and_optimizer_use_the_fast_kernels(tmp_path):
-    spec = behavior_spec(2, (3,))
+    spec = impala_spec(2, (3,))
     trainer = ImpalaTrainer("B", 10, trainer_settings(), True, False, 0, str(tmp_path))
     policy = trainer.create_policy(BehaviorIdentifiers.from_name_behavior_id("B?team=0"), spec)
     assert _count(policy.actor, Swish) == 0 and _count(policy.actor, FusedSwish) > 0
@@ -47,7 +47,7 @@ def test_trainer_and_optimizer_use_the_fast_kernels(tmp_path):
 
 @pytest.mark.parametrize("optimizer", ["adam", "rmsprop"])
 def test_updates_with_fast_kernels_match_the_reference_kernels(optimizer):
-    spec = behavior_spec(2, (3, 2))  # hybrid actions: both heads and the critic are exercised
+    spec = impala_spec(2, (3, 2))  # hybrid actions: both heads and the critic are exercised
     batch = _batch_for(spec)
     runs = []
     for fast in (True, False):

@@ -14,7 +14,7 @@ from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.networks import SimpleActor
 
 from mlagents_plugins.impala import losses
-from tests.impala.helpers import behavior_spec
+from tests.impala.helpers import impala_spec
 
 N = 12
 
@@ -53,7 +53,7 @@ def hand_log_prob(actor: SimpleActor, obs: torch.Tensor, action, masks: np.ndarr
 
 @pytest.mark.parametrize("continuous,branches", [(3, ()), (0, (3, 2, 4)), (2, (3, 2))])
 def test_log_ratio_matches_hand_densities(continuous, branches):
-    spec = behavior_spec(continuous, branches)
+    spec = impala_spec(continuous, branches)
     settings = NetworkSettings(hidden_units=8, num_layers=1)
     torch.manual_seed(0)
     behaviour = SimpleActor(spec.observation_specs, settings, spec.action_spec)

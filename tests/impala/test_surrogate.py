@@ -14,7 +14,7 @@ from mlagents_plugins.impala import losses
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
-from tests.impala.helpers import behavior_spec, trainer_settings
+from tests.impala.helpers import impala_spec, trainer_settings
 from tests.impala.test_components import _batch_for
 from tests.impala.test_vtrace import make_inputs, t
 
@@ -125,7 +125,7 @@ def test_approx_kl_and_fraction_outside_clip_by_hand():
 
 def _policy_loss_grads(surrogate_clip, behaviour_noise):
     torch.manual_seed(0)
-    spec = behavior_spec(2, (3, 2))  # hybrid: the ratio covers continuous dims and both branches
+    spec = impala_spec(2, (3, 2))  # hybrid: the ratio covers continuous dims and both branches
     settings = trainer_settings(surrogate_clip=surrogate_clip, pg_rho_clip=1.0)
     policy = ImpalaPolicy(0, spec, settings.network_settings, SimpleActor, {})
     opt = TorchImpalaOptimizer(policy, settings)

@@ -2,7 +2,8 @@
 import numpy as np
 import torch
 
-from .muzero_helpers import fill, make_trainer, spec_with
+from .muzero_helpers import fill, make_trainer
+from tests.builders import behavior_spec
 
 
 def _state(trainer):
@@ -28,7 +29,7 @@ def _assert_equal_states(a, b, path=""):
 
 
 def test_checkpoint_round_trip(tmp_path):
-    spec = spec_with(((4,),), 2, ())
+    spec = behavior_spec(((4,),), 2, ())
     trainer = make_trainer(spec, tmp_path, seed=1)
     fill(trainer, spec, np.random.default_rng(0))
     for _ in range(4):

@@ -16,7 +16,8 @@ from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 
-from .muzero_helpers import fill, make_trainer, spec_with
+from .muzero_helpers import fill, make_trainer
+from tests.builders import behavior_spec
 
 # Fields whose effect lies in the off-policy base (intake, cadence, replay persistence), shared by every
 # trainer built on it and tested there (tests/offpolicy, tests/replay).
@@ -54,7 +55,7 @@ def test_every_inherited_field_is_covered_here():
 
 
 def _run(tmp_path, field, value, spec_kw, extra, seed=0):
-    spec = spec_with(((4,),), **spec_kw)
+    spec = behavior_spec(((4,),), **spec_kw)
     hyper = dict(extra)
     hyper[field] = cattr.structure(value, attr.fields_dict(MuZeroReprSettings)[field].type) \
         if field == "learning_rate_schedule" else value
@@ -89,7 +90,7 @@ def test_inherited_field_changes_the_update(tmp_path, field, a, b, spec_kw, extr
 
 def test_actor_min_q_selects_the_actors_critic_objective(tmp_path, monkeypatch):
     """Continuous actions: null and false evaluate Q1 alone at the actor's action, true both critics."""
-    spec = spec_with(((4,),), 2, ())
+    spec = behavior_spec(((4,),), 2, ())
     for value, want_first_only in ((None, True), (False, True), (True, False)):
         trainer = make_trainer(spec, tmp_path / str(value), actor_min_q=value)
         fill(trainer, spec, np.random.default_rng(0))
@@ -103,7 +104,7 @@ def test_actor_min_q_selects_the_actors_critic_objective(tmp_path, monkeypatch):
 
 
 def test_fast_cpu_matmul_chooses_the_kernel_of_both_updates(tmp_path):
-    spec = spec_with(((4,),), 2, ())
+    spec = behavior_spec(((4,),), 2, ())
     off = make_trainer(spec, tmp_path / "off", fast_cpu_matmul=False)
     assert not off.optimizer.rl_matmul.active and not off.optimizer.model_matmul.active
     assert off.optimizer.rl_matmul.use_onednn is False and off.optimizer.model_matmul.use_onednn is False
@@ -117,7 +118,7 @@ def test_fast_cpu_matmul_chooses_the_kernel_of_both_updates(tmp_path):
 
 
 def test_learning_rate_schedule_anneals_both_learning_rates(tmp_path):
-    spec = spec_with(((4,),), 2, ())
+    spec = behavior_spec(((4,),), 2, ())
     trainer = make_trainer(spec, tmp_path, learning_rate=4e-4, model_learning_rate=2e-3,
                            learning_rate_schedule=cattr.structure("linear", attr.fields_dict(MuZeroReprSettings)[
                                "learning_rate_schedule"].type))

@@ -135,7 +135,7 @@ def test_masked_mean_over_batch():
 def test_shape_errors_name_the_function_and_tensors():
     with pytest.raises(ValueError, match="masked_mean_over_batch: all inputs need the same shape"):
         L.masked_mean_over_batch(torch.zeros(4, 3), torch.ones(4, 2, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"loss_bk must have shape \[\*, \*\], got \[4\]"):
+    with pytest.raises(ValueError, match=r"loss_k must have shape \[\*, \*\], got \[4\]"):
         L.masked_mean_over_batch(torch.zeros(4), torch.ones(4, dtype=torch.bool))
     with pytest.raises(ValueError, match="negative_cosine_similarity: .*'pred': \\(2, 3\\)"):
         L.negative_cosine_similarity(torch.zeros(2, 3), torch.zeros(2, 4))

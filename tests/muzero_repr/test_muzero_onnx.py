@@ -5,12 +5,13 @@ import pytest
 
 from mlagents_plugins.testing.onnx_check import compare_onnx_with_torch, export_policy
 
-from .muzero_helpers import fill, make_trainer, spec_with
+from .muzero_helpers import fill, make_trainer
+from tests.builders import behavior_spec
 
 
 @pytest.mark.parametrize("obs_shapes,cont,branches", [(((5,),), 2, ()), (((3, 20, 20), (2,)), 1, (3, 2))])
 def test_onnx_matches_torch(tmp_path, obs_shapes, cont, branches):
-    spec = spec_with(obs_shapes, cont, branches)
+    spec = behavior_spec(obs_shapes, cont, branches)
     trainer = make_trainer(spec, tmp_path)
     rng = np.random.default_rng(0)
     fill(trainer, spec, rng)

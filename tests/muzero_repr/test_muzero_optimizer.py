@@ -10,7 +10,8 @@ from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr import optimizer as O
 from mlagents_plugins.fast_sac import optimizer as SO
 
-from .muzero_helpers import fill, make_trainer, spec_with, trajectory
+from .muzero_helpers import fill, make_trainer, muzero_reward
+from tests.builders import behavior_spec, trajectory
 
 
 def _params(module):
@@ -24,7 +25,7 @@ def _changed(before, module):
 @pytest.mark.parametrize("obs_shapes,cont,branches", [(((4,),), 2, ()), (((4,),), 0, (3, 2)),
                                                       (((3, 20, 20), (2,)), 1, (2,))])
 def test_updates_run_and_report_stats(tmp_path, obs_shapes, cont, branches):
-    spec = spec_with(obs_shapes, cont, branches)
+    spec = behavior_spec(obs_shapes, cont, branches)
     trainer = make_trainer(spec, tmp_path, train_repr_prediction=True, train_game_over=True,
                            policy_loss_weight=0.5, random_shift_pad=2, actions_after_end="random")
     fill(trainer, spec, np.random.default_rng(0))
@@ -38,7 +39,7 @@ def test_updates_run_and_report_stats(tmp_path, obs_shapes, cont, branches):
 
 @pytest.mark.parametrize("rl_grad", [False, True])
 def test_rl_loss_reaches_representation_only_when_enabled(tmp_path, rl_grad):
-    spec = spec_with(((4,),), 2, ())
+    spec = behavior_spec(((4,),), 2, ())
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=rl_grad)
     fill(trainer, spec, np.random.default_rng(1))
     opt = trainer.optimizer
@@ -52,7 +53,7 @@ def test_rl_loss_reaches_representation_only_when_enabled(tmp_path, rl_grad):
 
 
 def test_model_update_trains_shared_representation_not_rl_head(tmp_path):
-    spec = spec_with(((4,),), 2, ())
+    spec = behavior_spec(((4,),), 2, ())
     trainer = make_trainer(spec, tmp_path)
     fill(trainer, spec, np.random.default_rng(2))
     opt = trainer.optimizer
@@ -67,7 +68,7 @@ def test_model_update_trains_shared_representation_not_rl_head(tmp_path):
 
 
 def test_prioritized_model_update_writes_value_error_priorities(tmp_path):
-    spec = spec_with(((4,),), 1, ())
+    spec = behavior_spec(((4,),), 1, ())
     trainer = make_trainer(spec, tmp_path, prioritized_replay=True, per_alpha=1.0, per_epsilon=1e-3)
     fill(trainer, spec, np.random.default_rng(3))
     opt = trainer.optimizer
@@ -75,7 +76,7 @@ def test_prioritized_model_update_writes_value_error_priorities(tmp_path):
     # with the model at its pre-update weights: the priorities update_once must write for those rows.
     batch = trainer.sample_model_batch(copy.deepcopy(trainer.rng))
     with torch.no_grad():
-        value_err = opt.model_loss(batch).losses.value_err_b
+        value_err = opt.model_loss(batch).losses.value_err
     before = trainer.replay.priorities.priorities(np.arange(trainer.replay.size)).copy()
     stats = trainer.update_once()
     got = trainer.replay.priorities.priorities(batch.starts)
@@ -86,7 +87,7 @@ def test_prioritized_model_update_writes_value_error_priorities(tmp_path):
 
 
 def test_model_target_network_follows_period(tmp_path):
-    spec = spec_with(((4,),), 1, ())
+    spec = behavior_spec(((4,),), 1, ())
     trainer = make_trainer(spec, tmp_path, model_target_update_period=2, model_target_update_tau=1.0)
     fill(trainer, spec, np.random.default_rng(4))
     opt = trainer.optimizer
@@ -99,7 +100,7 @@ def test_model_target_network_follows_period(tmp_path):
 
 
 def test_target_model_copies_normaliser_statistics(tmp_path):
-    spec = spec_with(((4,),), 1, ())
+    spec = behavior_spec(((4,),), 1, ())
     trainer = make_trainer(spec, tmp_path, normalize=True, model_target_update_period=1,
                            model_target_update_tau=0.5)
     fill(trainer, spec, np.random.default_rng(6))
@@ -115,7 +116,7 @@ def test_target_model_copies_normaliser_statistics(tmp_path):
 
 
 def test_importance_weights_use_annealed_beta(tmp_path):
-    spec = spec_with(((4,),), 1, ())
+    spec = behavior_spec(((4,),), 1, ())
     trainer = make_trainer(spec, tmp_path, prioritized_replay=True, per_beta=0.4)
     fill(trainer, spec, np.random.default_rng(7))
     rows = trainer.replay.size
@@ -126,7 +127,7 @@ def test_importance_weights_use_annealed_beta(tmp_path):
     pri = trainer.replay.priorities.priorities(batch.starts)
     total = trainer.replay.priorities.total
     w = [(rows * p / total) ** -0.7 for p in pri]
-    assert np.allclose(batch.weights_b.numpy(), np.array(w) / max(w), rtol=1e-5)
+    assert np.allclose(batch.is_weights.numpy(), np.array(w) / max(w), rtol=1e-5)
     stats = trainer.update_once()
     assert stats[O.STAT_PER_BETA] == pytest.approx(0.7)
 
@@ -134,12 +135,12 @@ def test_importance_weights_use_annealed_beta(tmp_path):
 def test_rl_temperature_target_is_mask_aware(tmp_path, monkeypatch):
     """The RL head's discrete target entropy is scale * log(#allowed actions) per sample and branch (fast_sac's
     ``masked_target_entropy``), not scale * log(branch size)."""
-    spec = spec_with(((4,),), 0, (4, 3))
+    spec = behavior_spec(((4,),), 0, (4, 3))
     trainer = make_trainer(spec, tmp_path, discrete_target_entropy_scale=0.7, batch_size=16)
     rng = np.random.default_rng(3)
     # Per step a different mask (True = masked, as ML-Agents' AgentExperience): branch 0 keeps 1..4 actions.
     for i in range(4):
-        traj = trajectory(spec, 6 + i, rng, done=True, agent_id=f"a{i}")
+        traj = trajectory(spec, 6 + i, rng, done=True, agent_id=f"a{i}", reward=muzero_reward)
         steps = []
         for t, exp in enumerate(traj.steps):
             keep0 = 1 + (t + i) % 4
@@ -171,7 +172,7 @@ def test_rl_temperature_target_is_mask_aware(tmp_path, monkeypatch):
 
 def test_actor_loss_never_reaches_representation(tmp_path, monkeypatch):
     """With rl_gradient_to_repr only the critic's TD loss trains h; the actor sees a detached latent (SAC-AE/DrQ)."""
-    spec = spec_with(((4,),), 1, (3,))
+    spec = behavior_spec(((4,),), 1, (3,))
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=True)
     fill(trainer, spec, np.random.default_rng(4))
     opt = trainer.optimizer
@@ -192,7 +193,7 @@ def test_actor_loss_never_reaches_representation(tmp_path, monkeypatch):
 def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, monkeypatch):
     """With prioritized_replay the RL head draws from the same priorities as the model, and its critic loss
     carries the importance weights (N P)^-beta / max; without PER it samples uniformly, unweighted."""
-    spec = spec_with(((4,),), 0, (3,))
+    spec = behavior_spec(((4,),), 0, (3,))
     trainer = make_trainer(spec, tmp_path, prioritized_replay=True, per_beta=0.5, batch_size=32)
     fill(trainer, spec, np.random.default_rng(11))
     rows = trainer.replay.size

@@ -12,7 +12,8 @@ from mlagents_plugins.fast_sac.optimizer import SACBatch
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 
-from .muzero_helpers import fill, make_trainer, spec_with
+from .muzero_helpers import fill, make_trainer
+from tests.builders import behavior_spec
 
 L, H, NL, B, N = 6, 16, 2, 12, 3
 
@@ -87,7 +88,7 @@ SHARED = dict(init_entcoef=0.3, continuous_target_entropy_scale=0.7, discrete_ta
 @pytest.mark.parametrize("actor_min_q", [None, False, True])
 @pytest.mark.parametrize("cont,branches", [(2, ()), (0, (3, 2)), (1, (2, 4))])
 def test_fast_sac_and_muzero_heads_give_equal_losses_and_gradients(tmp_path, cont, branches, actor_min_q, prioritized):
-    spec = spec_with(((L,),), cont, branches)
+    spec = behavior_spec(((L,),), cont, branches)
     torch.manual_seed(1)
     fs = _fast_sac(tmp_path, spec, actor_min_q=actor_min_q, prioritized_replay=prioritized, **SHARED)
     mz = _muzero(tmp_path, spec, actor_min_q=actor_min_q, prioritized_replay=prioritized, **SHARED)
@@ -139,7 +140,7 @@ def _nonzero(loss, params):
 @pytest.mark.parametrize("rl_grad", [False, True])
 @pytest.mark.parametrize("cont,branches", [(2, ()), (0, (3,)), (1, (2,))])
 def test_each_loss_reaches_only_its_parameters(tmp_path, cont, branches, rl_grad):
-    spec = spec_with(((4,),), cont, branches)
+    spec = behavior_spec(((4,),), cont, branches)
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=rl_grad, actor_min_q=True)
     fill(trainer, spec, np.random.default_rng(2))
     opt = trainer.optimizer

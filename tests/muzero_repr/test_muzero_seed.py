@@ -4,9 +4,10 @@ generator)."""
 import numpy as np
 import torch
 
-from .muzero_helpers import fill, make_trainer, spec_with
+from .muzero_helpers import fill, make_trainer
+from tests.builders import behavior_spec
 
-SPEC = spec_with(((3, 20, 20), (2,)), 1, (3,))
+SPEC = behavior_spec(((3, 20, 20), (2,)), 1, (3,))
 
 
 def _trainer(tmp_path, seed):
@@ -20,7 +21,7 @@ def _draws(trainer, rows_rng):
     """Tensors of one model batch and one RL batch sampled with ``rows_rng`` picking the start rows."""
     mb = trainer.sample_model_batch(rows_rng)
     rb = trainer.sample_rl_batch(rows_rng)
-    return [torch.as_tensor(mb.starts), mb.obs_0[0], mb.actions_enc_bka, rb.obs[0], rb.next_obs[0]]
+    return [torch.as_tensor(mb.starts), mb.obs_0[0], mb.actions_enc_k, rb.obs[0], rb.next_obs[0]]
 
 
 def _equal(a, b):

@@ -9,7 +9,8 @@ from mlagents_plugins.muzero_repr import losses as ML
 from mlagents_plugins.muzero_repr import optimizer as O
 from mlagents_plugins.fast_sac import optimizer as SO
 
-from .muzero_helpers import fill, make_trainer, spec_with
+from .muzero_helpers import fill, make_trainer
+from tests.builders import behavior_spec
 
 # float32 means of at most a few dozen terms, summed in another order here (numpy, loops): a few ulp each.
 RTOL, ATOL = 1e-5, 1e-6
@@ -20,23 +21,23 @@ def _close(got, want, key):
 
 
 def test_model_stats_equal_a_direct_computation(tmp_path):
-    spec = spec_with(((4,),), 1, (2,))
+    spec = behavior_spec(((4,),), 1, (2,))
     trainer = make_trainer(spec, tmp_path, num_unroll_steps=3, td_steps=4, support_size=3)
     fill(trainer, spec, np.random.default_rng(0), n_traj=8)
     opt, hp = trainer.optimizer, trainer.optimizer.hp
     K = hp.num_unroll_steps
     batch = trainer.sample_model_batch(np.random.default_rng(5))
     with torch.no_grad():
-        outs = opt.model.unroll(batch.obs_0, batch.actions_enc_bka, hp.recurrent_gradient_scaling_factor)
+        outs = opt.model.unroll(batch.obs_0, batch.actions_enc_k, hp.recurrent_gradient_scaling_factor)
         # The targets themselves are checked against a loop in test_muzero_targets.
         tg = opt.model_loss(batch).targets
-        value_l = [ML.scalar_prediction_loss(o.value.unsqueeze(1), tg.value_bk[:, k:k + 1], 3, opt.transform_eps)[:, 0]
+        value_l = [ML.scalar_prediction_loss(o.value.unsqueeze(1), tg.value_target_k[:, k:k + 1], 3, opt.transform_eps)[:, 0]
                    for k, o in enumerate(outs)]
-        reward_l = [ML.scalar_prediction_loss(outs[k].reward.unsqueeze(1), tg.reward_bk[:, k - 1:k], 3,
+        reward_l = [ML.scalar_prediction_loss(outs[k].reward.unsqueeze(1), tg.reward_target_k[:, k - 1:k], 3,
                                               opt.transform_eps)[:, 0] for k in range(1, K + 1)]
         v0 = ML.prediction_to_scalar(outs[0].value, 3, opt.transform_eps)
     latents = [o.latent.numpy().astype(np.float64) for o in outs]
-    z0 = tg.value_bk[:, 0].numpy().astype(np.float64)
+    z0 = tg.value_target_k[:, 0].numpy().astype(np.float64)
     stats, _ = opt.update_model(batch)
 
     def masked_mean(values, mask):
@@ -44,10 +45,10 @@ def test_model_stats_equal_a_direct_computation(tmp_path):
         return sum(rows) / len(rows) if rows else 0.0
 
     for k in range(K + 1):
-        _close(stats[O.STAT_VALUE_LOSS.format(k=k)], masked_mean(value_l[k], tg.value_mask_bk[:, k]), f"value {k}")
+        _close(stats[O.STAT_VALUE_LOSS.format(k=k)], masked_mean(value_l[k], tg.value_mask_k[:, k]), f"value {k}")
         _close(stats[O.STAT_LATENT_NORM.format(k=k)], np.linalg.norm(latents[k], axis=1).mean(), f"norm {k}")
     for k in range(1, K + 1):
-        _close(stats[O.STAT_REWARD_LOSS.format(k=k)], masked_mean(reward_l[k - 1], tg.reward_mask_bk[:, k - 1]),
+        _close(stats[O.STAT_REWARD_LOSS.format(k=k)], masked_mean(reward_l[k - 1], tg.reward_mask_k[:, k - 1]),
                f"reward {k}")
     assert O.STAT_REWARD_LOSS.format(k=0) not in stats and O.STAT_VALUE_LOSS.format(k=K + 1) not in stats
     _close(stats[O.STAT_LATENT_STD], latents[0].std(axis=0).mean(), "latent std")
@@ -59,7 +60,7 @@ def test_model_stats_equal_a_direct_computation(tmp_path):
 
 
 def test_sac_head_stats_equal_a_direct_computation(tmp_path):
-    spec = spec_with(((4,),), 1, (3,))
+    spec = behavior_spec(((4,),), 1, (3,))
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=True, init_entcoef=0.3)
     fill(trainer, spec, np.random.default_rng(1), n_traj=8)
     opt = trainer.optimizer
@@ -89,7 +90,7 @@ def test_sac_head_stats_equal_a_direct_computation(tmp_path):
 
 def test_stats_reach_the_summaries(tmp_path):
     """Through the trainer's update cadence into ML-Agents' stats reporter (what TensorBoard shows)."""
-    spec = spec_with(((4,),), 2, ())
+    spec = behavior_spec(((4,),), 2, ())
     trainer = make_trainer(spec, tmp_path)
     fill(trainer, spec, np.random.default_rng(2), n_traj=8)
     reporter = trainer._stats_reporter

@@ -63,15 +63,15 @@ def test_targets_match_naive_loop(K, n, gamma):
     rows = random_windows(64, W, seed=K * 10 + n)
     tens = [torch.tensor([row[i] for row in rows]) for i in range(5)]
     out = compute_unroll_targets(*tens, gamma=gamma, num_unroll_steps=K, td_steps=n)
-    assert out.value_bk.shape == (64, K + 1) and out.reward_bk.shape == (64, K)
+    assert out.value_target_k.shape == (64, K + 1) and out.reward_target_k.shape == (64, K)
     for b, row in enumerate(rows):
         v, vm, rw, rm, go, gm = naive_targets(*row, gamma, K, n)
-        assert out.value_bk[b].tolist() == pytest.approx(v, abs=1e-5), b
-        assert out.value_mask_bk[b].tolist() == vm
-        assert out.reward_bk[b].tolist() == pytest.approx(rw, abs=1e-6)
-        assert out.reward_mask_bk[b].tolist() == rm
-        assert out.game_over_bk[b].tolist() == go
-        assert out.game_over_mask_bk[b].tolist() == gm
+        assert out.value_target_k[b].tolist() == pytest.approx(v, abs=1e-5), b
+        assert out.value_mask_k[b].tolist() == vm
+        assert out.reward_target_k[b].tolist() == pytest.approx(rw, abs=1e-6)
+        assert out.reward_mask_k[b].tolist() == rm
+        assert out.game_over_target_k[b].tolist() == go
+        assert out.game_over_mask_k[b].tolist() == gm
 
 
 def test_targets_hand_cases_terminal_timeout_segment_end():
@@ -88,10 +88,10 @@ def test_targets_hand_cases_terminal_timeout_segment_end():
     # 2) stored data ends after row 1: same bootstrap from row 1's next obs as a time-out
     # 3) full n-step: z0 = 1 + 1 + 1 + 0.125*40 ; z1 = 2 + 2 + 2 + 0.125*80
     expected = torch.tensor([[2.0, 2.0], [7.0, 12.0], [7.0, 12.0], [8.0, 16.0]])
-    assert torch.allclose(out.value_bk, expected)
-    assert out.game_over_bk.tolist() == [[0.0, 0.0]] * 4
+    assert torch.allclose(out.value_target_k, expected)
+    assert out.game_over_target_k.tolist() == [[0.0, 0.0]] * 4
     # Beyond the end at unroll step 1? Not yet at K=1: row 1 still alive in all four.
-    assert out.value_mask_bk.all()
+    assert out.value_mask_k.all()
 
 
 def test_beyond_end_masks_and_game_over():
@@ -102,14 +102,14 @@ def test_beyond_end_masks_and_game_over():
     end = torch.tensor([[T, F, T, F], [F, T, F, F]])
     valid = torch.ones(2, 4, dtype=torch.bool)
     out = compute_unroll_targets(r, terminal, end, valid, torch.full((2, 4), 9.0), 0.9, 3, 1)
-    assert out.value_mask_bk.tolist() == [[T, F, F, F], [T, T, F, F]]
-    assert out.reward_mask_bk.tolist() == [[T, F, F], [T, T, F]]
-    assert out.reward_bk.tolist() == [[1.0, 0.0, 0.0], [1.0, 2.0, 0.0]]
-    assert out.game_over_bk.tolist() == [[0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]]
+    assert out.value_mask_k.tolist() == [[T, F, F, F], [T, T, F, F]]
+    assert out.reward_mask_k.tolist() == [[T, F, F], [T, T, F]]
+    assert out.reward_target_k.tolist() == [[1.0, 0.0, 0.0], [1.0, 2.0, 0.0]]
+    assert out.game_over_target_k.tolist() == [[0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]]
     # after the terminal the game-over head is trained (absorbing), after the time-out it is unknown
-    assert out.game_over_mask_bk.tolist() == [[T, T, T, T], [T, T, F, F]]
-    assert out.value_bk[0, 0] == pytest.approx(1.0)
-    assert out.value_bk[1, 1] == pytest.approx(2.0 + 0.9 * 9.0)
+    assert out.game_over_mask_k.tolist() == [[T, T, T, T], [T, T, F, F]]
+    assert out.value_target_k[0, 0] == pytest.approx(1.0)
+    assert out.value_target_k[1, 1] == pytest.approx(2.0 + 0.9 * 9.0)
 
 
 def test_bad_shapes_raise():
@@ -117,9 +117,9 @@ def test_bad_shapes_raise():
     b = torch.zeros(2, 4, dtype=torch.bool)
     with pytest.raises(ValueError, match="window length"):
         compute_unroll_targets(z, b, b, b, z, 0.9, 2, 3)
-    with pytest.raises(ValueError, match="v_next_bw"):
+    with pytest.raises(ValueError, match="v_t"):
         compute_unroll_targets(z, b, b, b, torch.zeros(2, 3), 0.9, 1, 3)
-    with pytest.raises(ValueError, match="terminal_bw set"):
+    with pytest.raises(ValueError, match="terminal_t set"):
         t = b.clone()
         t[0, 1] = True
         compute_unroll_targets(z, t, b, b, z, 0.9, 1, 3)
@@ -149,7 +149,7 @@ def test_bootstrap_rows_pick_the_only_row_that_matters(K, n):
     sparse = torch.zeros_like(v_next).scatter(1, last, v_next.gather(1, last))
     full = compute_unroll_targets(r, terminal, end, valid, v_next, 0.9, K, n)
     part = compute_unroll_targets(r, terminal, end, valid, sparse, 0.9, K, n)
-    assert torch.allclose(full.value_bk, part.value_bk)
+    assert torch.allclose(full.value_target_k, part.value_target_k)
     # and against the naive scan for alive steps
     for b, row in enumerate(rows):
         _, vmask, *_ = naive_targets(*row, 0.9, K, n)

@@ -7,7 +7,8 @@ import pytest
 from mlagents.trainers.agent_processor import AgentManagerQueue
 from mlagents.trainers.settings import CuriositySettings, RewardSignalType
 
-from helpers import make_spec, make_trainer, make_trajectory
+from helpers import make_trainer
+from tests.builders import behavior_spec, trajectory
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.replay.errors import ReplayFileError
 
@@ -22,10 +23,10 @@ def _feed(trainer, trajectories):
 
 
 def test_rows_of_a_timeout_chunk_bootstrap_and_terminal_only_on_true_end(tmp_path):
-    spec = make_spec(cont=1, branches=(3,))
+    spec = behavior_spec(cont=1, branches=(3,))
     rng = np.random.default_rng(0)
     masks = [[np.array([False, True, False])], [np.array([True, False, False])], [np.array([False, False, True])]]
-    traj = make_trajectory(spec, 3, rng, done=True, interrupted=True, masks=masks)
+    traj = trajectory(spec, 3, rng, done=True, interrupted=True, masks=masks)
     buf = traj.to_agentbuffer()
     rows = R.trajectory_to_rows(spec, traj, buf)
     assert not rows[R.TERMINAL].any()  # time-out: bootstrap
@@ -35,14 +36,14 @@ def test_rows_of_a_timeout_chunk_bootstrap_and_terminal_only_on_true_end(tmp_pat
     np.testing.assert_array_equal(rows[R.NEXT_ACTION_MASK][0], [False, True, True])
     np.testing.assert_array_equal(rows[R.NEXT_ACTION_MASK][-1], [True, True, True])
     np.testing.assert_array_equal(rows[R.REWARD], [1.0, 2.0, 3.0])
-    done = make_trajectory(spec, 2, rng, done=True)
+    done = trajectory(spec, 2, rng, done=True)
     assert R.trajectory_to_rows(spec, done, done.to_agentbuffer())[R.TERMINAL].tolist() == [False, True]
 
 
 def test_visual_rows_are_uint8_and_round_trip():
-    spec = make_spec(obs_shapes=((3, 20, 20), (2,)))
+    spec = behavior_spec(obs_shapes=((3, 20, 20), (2,)))
     rng = np.random.default_rng(0)
-    traj = make_trajectory(spec, 2, rng)
+    traj = trajectory(spec, 2, rng)
     rows = R.trajectory_to_rows(spec, traj, traj.to_agentbuffer())
     assert rows[R.obs_field(0)].dtype == np.uint8 and rows[R.obs_field(1)].dtype == np.float32
     import torch
@@ -52,43 +53,43 @@ def test_visual_rows_are_uint8_and_round_trip():
 
 
 def test_update_cadence_follows_steps_per_update_after_init_steps(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     trainer = make_trainer(spec, tmp_path, batch_size=8, buffer_init_steps=12, steps_per_update=2.0)
     rng = np.random.default_rng(0)
     seen = []
     for i in range(12):
-        _feed(trainer, [make_trajectory(spec, 5, rng, done=i % 3 == 2)])
+        _feed(trainer, [trajectory(spec, 5, rng, done=i % 3 == 2)])
         seen.append(trainer.num_updates)
         assert trainer.num_updates == max(0, (trainer.get_step - 12) // 2)
     assert seen[-1] == (60 - 12) // 2
 
 
 def test_no_burst_when_buffer_fills_after_init_steps(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     trainer = make_trainer(spec, tmp_path, batch_size=30, buffer_init_steps=0, steps_per_update=1.0)
     rng = np.random.default_rng(0)
     for _ in range(5):  # 25 rows < batch: no updates owed for these steps
-        _feed(trainer, [make_trajectory(spec, 5, rng)])
+        _feed(trainer, [trajectory(spec, 5, rng)])
     assert trainer.num_updates == 25
     calls = []
     orig = trainer.update_once
     trainer.update_once = lambda: calls.append(1) or orig()
-    _feed(trainer, [make_trajectory(spec, 5, rng)])
+    _feed(trainer, [trajectory(spec, 5, rng)])
     assert len(calls) == 5 and trainer.num_updates == 30
 
 
 def test_only_extrinsic_draws_one_minibatch_per_update(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     trainer = make_trainer(spec, tmp_path, batch_size=8, reward_signal_steps_per_update=1.0)
     draws = []
     orig = trainer.replay.sample_indices
     trainer.replay.sample_indices = lambda *a, **k: draws.append(1) or orig(*a, **k)
-    _feed(trainer, [make_trajectory(spec, 10, np.random.default_rng(0)) for _ in range(3)])
+    _feed(trainer, [trajectory(spec, 10, np.random.default_rng(0)) for _ in range(3)])
     assert len(draws) == trainer.num_updates == 30
 
 
 def test_curiosity_is_evaluated_on_minibatch_and_updated_on_its_own_cadence(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     trainer = make_trainer(spec, tmp_path, batch_size=8, reward_signal_steps_per_update=5.0)
     # rebuild with curiosity as a second stream
     from mlagents_plugins.fast_sac.trainer import FastSACTrainer
@@ -105,7 +106,7 @@ def test_curiosity_is_evaluated_on_minibatch_and_updated_on_its_own_cadence(tmp_
     cur = trainer.optimizer.reward_signals["curiosity"]
     orig = cur.update
     cur.update = lambda b: updates.append(b.num_experiences) or orig(b)
-    _feed(trainer, [make_trajectory(spec, 10, np.random.default_rng(0)) for _ in range(3)])
+    _feed(trainer, [trajectory(spec, 10, np.random.default_rng(0)) for _ in range(3)])
     assert trainer.num_updates == 30
     assert len(updates) == trainer.num_reward_signal_updates == 6  # 30 steps / 5
     assert set(updates) == {8}
@@ -115,11 +116,11 @@ def test_curiosity_is_evaluated_on_minibatch_and_updated_on_its_own_cadence(tmp_
 
 
 def _run(trainer, spec, rng, n):
-    _feed(trainer, [make_trajectory(spec, 7, rng, done=i % 2 == 0, agent_id=f"a{i % 2}") for i in range(n)])
+    _feed(trainer, [trajectory(spec, 7, rng, done=i % 2 == 0, agent_id=f"a{i % 2}") for i in range(n)])
 
 
 def test_resume_restores_replay_contents_and_counters_exactly(tmp_path, caplog):
-    spec = make_spec(cont=1, branches=(2,))
+    spec = behavior_spec(cont=1, branches=(2,))
     kw = dict(batch_size=8, buffer_size=30, steps_per_update=3.0, save_replay_buffer=True, prioritized_replay=True)
     rng = np.random.default_rng(0)
     first = make_trainer(spec, tmp_path, **kw)
@@ -145,7 +146,7 @@ def test_resume_restores_replay_contents_and_counters_exactly(tmp_path, caplog):
 
 
 def test_resume_without_replay_file_warns_with_path(tmp_path, caplog):
-    spec = make_spec()
+    spec = behavior_spec()
     first = make_trainer(spec, tmp_path, save_replay_buffer=False)
     _run(first, spec, np.random.default_rng(0), 3)
     first.save_model()
@@ -156,7 +157,7 @@ def test_resume_without_replay_file_warns_with_path(tmp_path, caplog):
 
 
 def test_resume_with_corrupt_replay_file_stops(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     first = make_trainer(spec, tmp_path, save_replay_buffer=True)
     _run(first, spec, np.random.default_rng(0), 3)
     first.save_model()
@@ -168,17 +169,17 @@ def test_resume_with_corrupt_replay_file_stops(tmp_path):
 
 
 def test_resume_with_mismatched_spec_stops(tmp_path):
-    first = make_trainer(make_spec(obs_shapes=((3,),)), tmp_path, save_replay_buffer=True)
-    _run(first, make_spec(obs_shapes=((3,),)), np.random.default_rng(0), 2)
+    first = make_trainer(behavior_spec(obs_shapes=((3,),)), tmp_path, save_replay_buffer=True)
+    _run(first, behavior_spec(obs_shapes=((3,),)), np.random.default_rng(0), 2)
     first.save_model()
     from mlagents_plugins.replay.errors import ReplaySpecMismatchError
 
     with pytest.raises(ReplaySpecMismatchError, match="(?s)obs_0.*--resume stopped.*move the file aside"):
-        make_trainer(make_spec(obs_shapes=((4,),)), tmp_path, load=True, save_replay_buffer=True)
+        make_trainer(behavior_spec(obs_shapes=((4,),)), tmp_path, load=True, save_replay_buffer=True)
 
 
 def test_init_replay_from_other_run_id(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     first = make_trainer(spec, tmp_path / "runA", save_replay_buffer=True)
     _run(first, spec, np.random.default_rng(0), 3)
     first.save_model()
@@ -188,7 +189,7 @@ def test_init_replay_from_other_run_id(tmp_path):
 
 
 def test_steps_after_max_steps_owe_no_updates_on_resume(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     kw = dict(batch_size=8, steps_per_update=2.0, save_replay_buffer=True)
     first = make_trainer(spec, tmp_path, max_steps=30, **kw)
     _run(first, spec, np.random.default_rng(0), 6)  # 42 steps; training stops after the chunk crossing 30

@@ -7,7 +7,7 @@ from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.trajectory import AgentExperience, Trajectory
 from mlagents_envs.base_env import ActionTuple
 
-from helpers import make_spec
+from tests.builders import behavior_spec
 from mlagents_plugins.offpolicy import rows as R
 from mlagents_plugins.offpolicy.checkpoint_state import CheckpointState
 from mlagents_plugins.offpolicy.extras import STEP_EXTRAS_OUTPUT, StepExtras
@@ -88,7 +88,7 @@ def extras_trajectory(spec, n, seed):
 
 
 def test_base_stores_declared_extras_as_named_replay_columns(tmp_path):
-    spec = make_spec()
+    spec = behavior_spec()
     settings = TrainerSettings(trainer_type="fast_sac", hyperparameters=FastSACSettings(batch_size=4, buffer_size=50),
                                max_steps=1000)
     settings.network_settings.hidden_units = 8
@@ -114,7 +114,7 @@ def test_extras_with_the_name_of_a_replay_field_are_refused(tmp_path):
     settings = TrainerSettings(trainer_type="fast_sac", hyperparameters=FastSACSettings(), max_steps=10)
     trainer = Clash("B", 10, settings, True, False, 0, str(tmp_path))
     with pytest.raises(ValueError, match="reward"):
-        trainer.replay_layout(make_spec())
+        trainer.replay_layout(behavior_spec())
 
 
 def test_checkpoint_state_round_trip_through_torch_save(tmp_path):
