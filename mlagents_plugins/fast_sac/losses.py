@@ -313,6 +313,7 @@ def sac_losses(
     actor_min_q: bool,
     weights: Optional[torch.Tensor] = None,
     policy_s_tm1: Any = None,
+    entropy_reward: bool = True,
 ) -> SACLosses:
     """The four SAC losses of one minibatch: twin-Q [SAC-2 eq. 5] on soft n-step targets, actor [eq. 7] and
     temperatures [eq. 18], for continuous, discrete-branched and hybrid actions.
@@ -321,7 +322,11 @@ def sac_losses(
     the latent for muzero_repr), so both trainers run this one assembly; nothing here changes a parameter.
 
     * Targets: the actor at ``s_t`` (no gradient) and the target critics' twin minimum give the soft value
-      ``v(s_t)`` (``soft_value``), bootstrapped after the window's rewards (``n_step_targets``).
+      ``v(s_t)`` (``soft_value``), bootstrapped after the window's rewards (``n_step_targets``).  With
+      ``entropy_reward`` false the bootstrap is ``E_pi[min Q]`` without the entropy terms, while the actor and
+      the temperatures keep them (SACLite: Yu et al. 2022, "Do You Need the Entropy Reward (in Practice)?"):
+      the critics then value the task's rewards alone, so an entropy bonus summed over ``1 / (1 - gamma)``
+      bootstrapped steps cannot outweigh a reward that ends the episode.
     * Critics: both online critics at the taken action, squared residuals (``twin_q_loss``, PER ``weights``).
     * Actor: Q at the actor's reparameterised action, read through ``frozen_critic`` so its loss reaches the
       actor only; ``actor_min_q`` uses ``min(Q1, Q2)`` (SAC-2), otherwise Q1 alone (TD3, ML-Agents' sac).
@@ -375,7 +380,11 @@ def sac_losses(
         a_t, lp_c_t, lp_d_t = next_out
         tq1, tq2 = target_critic(s_t, a_t)
         _check_q_pair("target_critic(s_t)", tq1, tq2, b, s, a)
-        v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d, branches)
+        if entropy_reward:
+            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d, branches)
+        else:
+            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, torch.zeros_like(alpha_c),
+                             torch.zeros_like(alpha_d), branches)
         y, _ = n_step_targets(r_t, discount_t, valid_t, v_t)
 
     q1_all, q2_all = critic(s_tm1, a_tm1_cont)  # [B, S, A]

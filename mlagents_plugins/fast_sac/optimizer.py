@@ -131,7 +131,7 @@ class FastSACOptimizer(TorchOptimizer):
             log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
             target_entropy_cont=self.target_entropy_cont, discrete_entropy_scale=self.discrete_entropy_scale,
             branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=not self.actor_q1_only,
-            weights=batch.weights,
+            weights=batch.weights, entropy_reward=self.hyperparameters.entropy_reward,
         )
 
     def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:

@@ -27,6 +27,10 @@ class FastSACSettings(OffPolicyBaseSettings):
     # critic pass per update (~15% of the step); the targets use the twin minimum either way.  null = automatic:
     # min with discrete branches (measured on "branches": 0.82 vs 0.52 at 40k steps), Q1 for continuous-only.
     actor_min_q: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
+    # Whether the critics' TD targets carry the entropy bonus (soft Q, SAC-2 eq. 3).  false: they bootstrap
+    # E_pi[min Q] and value the rewards alone, while the actor and the temperatures still use the entropy
+    # (SACLite, Yu et al. 2022); see docs/fast_sac.md "Entropy in the targets" for when that matters.
+    entropy_reward: Any = attr.ib(default=True, validator=strict_bool)  # bool
     # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).
     n_step: int = attr.ib(default=1, validator=positive_int)
     # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.

@@ -285,7 +285,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
             target_entropy_cont=self.target_entropy_cont, discrete_entropy_scale=self.hp.discrete_target_entropy_scale,
             branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=self.actor_min_q,
-            weights=batch.weights, policy_s_tm1=[z_tm1.detach()],
+            weights=batch.weights, policy_s_tm1=[z_tm1.detach()], entropy_reward=self.hp.entropy_reward,
         )
 
     def update_rl(self, batch: SACBatch) -> Dict[str, float]:

@@ -70,3 +70,26 @@ def test_wrong_callable_output_names_the_callable():
 
     with pytest.raises(ValueError, match=r"actor\(s_t\) must return discrete log-probabilities"):
         L.sac_losses(no_disc_actor, _critic, _frozen, _critic, **_kwargs())
+
+
+def test_entropy_reward_false_bootstraps_the_expected_q_alone():
+    """Without the entropy reward the target is ``r + discount * E_pi[min Q]`` whatever the temperatures; with it
+    the entropy terms enter.  Here ``min(Q1, Q2)(s_t) = Q1 = 1.5`` for every action, so ``E_pi[min Q] = 1.5`` for
+    any policy, the window has 2 zero rewards with discount 0.9, and ``Q1(s_tm1) = 1``: q1_loss is
+    ``0.5 * (1 - 0.81 * 1.5) ** 2``."""
+    expected = 0.5 * (1.0 - 0.81 * 1.5) ** 2
+
+    def actor(state, mask):  # a policy per branch (each branch's probabilities sum to 1)
+        cont, lp_c, lp_d = _actor(state, mask)
+        return cont, lp_c, torch.cat([torch.log_softmax(x, -1) for x in lp_d.split(list(BRANCHES), -1)], -1)
+
+    for log_alpha in (0.0, 1.3):
+        kw = _kwargs(log_alpha_cont=torch.full((1,), log_alpha, requires_grad=True),
+                     log_alpha_disc=torch.tensor([log_alpha, -log_alpha], requires_grad=True))
+        plain = L.sac_losses(actor, _critic, _frozen, _critic, entropy_reward=False, **kw)
+        assert abs(plain.q1_loss.item() - expected) < 1e-6
+        soft = L.sac_losses(actor, _critic, _frozen, _critic, **kw)
+        assert abs(soft.q1_loss.item() - expected) > 1e-3
+        # The actor and temperature losses keep the entropy terms either way.
+        assert torch.allclose(plain.policy_loss, soft.policy_loss)
+        assert torch.allclose(plain.temperature_loss, soft.temperature_loss)

@@ -1,11 +1,13 @@
 """fast_sac settings: structuring from YAML dicts, defaults, validation messages, recurrent rejection."""
+import numpy as np
 import pytest
+import torch
 
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import RunOptions, TrainerSettings
 
 from helpers import make_trainer
-from tests.builders import behavior_spec
+from tests.builders import behavior_spec, trajectory
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 
@@ -66,7 +68,7 @@ def test_init_replay_from_missing_file_is_a_config_error(tmp_path):
 
 def test_non_bool_flags_rejected_when_built_directly():
     # (from YAML, cattr has already turned the value into a bool before validation)
-    for field in ("actor_min_q", "compile_update", "prioritized_replay", "save_replay_buffer"):
+    for field in ("actor_min_q", "compile_update", "prioritized_replay", "save_replay_buffer", "entropy_reward"):
         with pytest.raises(TrainerConfigError, match=f"hyperparameters.{field} = 'yes' is invalid: it must be true"):
             FastSACSettings(**{field: "yes"})
 
@@ -76,3 +78,21 @@ def test_actor_min_q_automatic_default_follows_action_kind(tmp_path):
     assert not make_trainer(behavior_spec(cont=0, branches=(2,)), tmp_path / "d").optimizer.actor_q1_only
     assert not make_trainer(behavior_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.actor_q1_only
 
+
+def test_entropy_reward_changes_the_critic_update(tmp_path):
+    """The same update from the same replay and seeds moves the critics differently with and without the entropy
+    terms in the targets (and identically when the value repeats, so the comparison itself is sound)."""
+    spec = behavior_spec(cont=2)
+    critics = []
+    for name, value in (("a", True), ("b", True), ("c", False)):
+        torch.manual_seed(0)
+        trainer = make_trainer(spec, tmp_path / name, batch_size=16, buffer_init_steps=10 ** 6, entropy_reward=value,
+                               compile_update=False, fast_cpu_matmul=False)
+        rng = np.random.default_rng(1)
+        for i in range(4):
+            trainer._process_trajectory(trajectory(spec, 9, rng, done=i % 2 == 0))
+        torch.manual_seed(1)
+        trainer.update_once()
+        critics.append([p.detach().clone() for p in trainer.optimizer.q.parameters()])
+    assert all(torch.equal(x, y) for x, y in zip(critics[0], critics[1]))
+    assert not all(torch.equal(x, y) for x, y in zip(critics[0], critics[2]))
