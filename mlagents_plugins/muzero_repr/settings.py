@@ -1,7 +1,7 @@
 """``muzero_repr`` hyperparameters: the learned model's fields on top of fast_sac's (the RL head).
 
 The RL head is fast_sac's SAC on the latent (the same loss code), so every fast_sac field keeps its meaning
-and has its effect: ``tau``, ``init_entcoef``, the target entropy scales, ``actor_min_q``, ``n_step``,
+and has its effect: ``tau``, ``init_entcoef``, the target entropy scales, ``actor_min_q``, ``entropy_reward``, ``n_step``,
 ``prioritized_replay`` and ``per_*`` (the priorities are the model's value errors, see docs/muzero_repr.md),
 ``fast_cpu_matmul`` (both updates); ``learning_rate`` is the RL head's step size, ``model_learning_rate`` the
 learned model's, and ``learning_rate_schedule`` anneals both.  Two inherited fields are refused unless left at
