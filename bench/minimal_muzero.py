@@ -99,8 +99,8 @@ class _Model(torch.nn.Module):
 class MinimalMuZeroRepr:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.actor_min_q:
-            raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective only")
+        if hp.actor_min_q or not hp.entropy_reward:
+            raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective and soft targets only")
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
                 or hp.rl_gradient_to_repr or hp.prioritized_replay or hp.model_update_interval != 1
                 or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):

@@ -20,6 +20,7 @@ SETTINGS = dict(
     tau="Polyak rate",
     init_entcoef="initial temperature",
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions)",
+    entropy_reward="checked: true (soft targets, the default)",
     continuous_target_entropy_scale="target entropy -scale * action size",
     discrete_target_entropy_scale="no work: continuous actions only",
     prioritized_replay="checked: false",
@@ -34,8 +35,8 @@ SETTINGS = dict(
 class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.prioritized_replay or hp.actor_min_q:
-            raise ValueError("the minimal SAC loop covers uniform replay and the Q1 actor objective only")
+        if hp.prioritized_replay or hp.actor_min_q or not hp.entropy_reward:
+            raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective and soft targets only")
         self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         self.target_entropy = -hp.continuous_target_entropy_scale * float(act_size)
