@@ -10,7 +10,10 @@ steps_per_update 2, tau 0.005, init_entcoef 0.01, 2x128, gamma 0.99, time_horizo
 built-in ``sac`` gets the fields its settings share with fast_sac.  ``--config shipped`` takes
 ``configs/fast_sac_<scene>.yaml`` instead (the same sharing rule).  ``--set key=value`` (YAML value) overrides
 a hyperparameter of our trainers (fast_sac, muzero_repr), never built-in sac's, so one difference from
-built-in sac can be switched at a time.  For muzero_repr as issue #15 ran it (its defaults but for the shared
+built-in sac can be switched at a time; ``--set-all key=value`` overrides it for every trainer, built-in sac
+included where its settings have the field (e.g. ``--set-all init_entcoef=1.0``).  ``--config minimal`` is the
+defaults benchmark's drop-in config (bench/plan.py ``minimal_config``: only lr, batch, buffer, buffer_init_steps,
+steps_per_update, 2x128; everything else at each trainer's default).  For muzero_repr as issue #15 ran it (its defaults but for the shared
 fields) add ``--set init_entcoef=1.0``.  One run at a time, one torch thread (the machine is shared).  Runs of
 one seed are not reproducible: two hybrid runs of seed 1, same config but for ``--steps`` (24k, 48k; the
 learning rate is constant), parted from the 2000-step summary on (bench/results/issue14-hybrid), so compare
@@ -34,6 +37,25 @@ def _trainer_hyper(trainer: str, hyper: Dict[str, object], overrides: Dict[str, 
     if trainer != "sac":
         return {**hyper, **overrides}
     return {k: v for k, v in hyper.items() if k in SHARED_WITH_SAC}
+
+
+def minimal_holding_config(trainer: str, overrides: Dict[str, object]) -> dict:
+    """The defaults benchmark's drop-in config (built-in sac takes no ``overrides``), summaries every 1000 steps,
+    no checkpoints or replay files."""
+    from bench.plan import minimal_config
+
+    cfg = minimal_config(trainer)
+    if trainer != "sac":
+        cfg["hyperparameters"].update(overrides)
+    cfg.update(summary_freq=1000, checkpoint_interval=10 ** 9)
+    return cfg
+
+
+def apply_to_all(cfg: dict, trainer: str, overrides: Dict[str, object]) -> dict:
+    """``--set-all``: every trainer gets ``overrides``; built-in sac only those its settings have."""
+    keep = {k: v for k, v in overrides.items() if trainer != "sac" or k in SHARED_WITH_SAC}
+    cfg["hyperparameters"].update(keep)
+    return cfg
 
 
 def issue_config(trainer: str, overrides: Dict[str, object]) -> dict:
@@ -135,9 +157,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=30000)
     p.add_argument("--areas", type=int, default=2)
-    p.add_argument("--config", choices=("issue", "shipped"), default="issue",
-                   help="issue: the issue's config (default); shipped: configs/fast_sac_<scene>.yaml")
+    p.add_argument("--config", choices=("issue", "shipped", "minimal"), default="issue",
+                   help="issue: the issue's config (default); shipped: configs/fast_sac_<scene>.yaml; "
+                        "minimal: the defaults benchmark's drop-in config")
     p.add_argument("--set", nargs="*", default=[], help="fast_sac hyperparameter overrides key=value (YAML)")
+    p.add_argument("--set-all", nargs="*", default=[],
+                   help="overrides key=value for every trainer (built-in sac: the fields it shares)")
     p.add_argument("--stats", nargs="*", default=[], help="summary keys to print at the end of each run")
     p.add_argument("--json", default=None, help="append the records to this JSON-lines file")
     args = p.parse_args(argv)
@@ -152,17 +177,21 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     StatsReporter.add_writer(type("ProgressWriter", (_Progress, StatsWriter), {})(args.stats))
     from mlagents_plugins.envs.scenes import scene_class
 
-    overrides = {}
-    for kv in args.set:
-        key, _, value = kv.partition("=")
-        overrides[key] = yaml.safe_load(value)
+    overrides, overrides_all = {}, {}
+    for target, pairs in ((overrides, args.set), (overrides_all, args.set_all)):
+        for kv in pairs:
+            key, _, value = kv.partition("=")
+            target[key] = yaml.safe_load(value)
     threshold = scene_class(args.scene).success_threshold
     for seed in args.seeds:
         for trainer in args.trainers:
             if args.config == "issue":
                 cfg = issue_config(trainer, overrides)
+            elif args.config == "minimal":
+                cfg = minimal_holding_config(trainer, overrides)
             else:
                 cfg = shipped_config(trainer, args.scene, overrides)
+            cfg = apply_to_all(cfg, trainer, overrides_all)
             with tempfile.TemporaryDirectory() as tmp:
                 t0 = time.time()
                 res = train_in_process(
@@ -171,6 +200,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             summ = holding_summary(res.reward_curve, threshold)
             rec = dict(
                 scene=args.scene, config=args.config, trainer=trainer, seed=seed, steps=args.steps, overrides=overrides if trainer != "sac" else {},
+                overrides_all=overrides_all,
                 wall_s=round(time.time() - t0, 1), curve=res.reward_curve, **summ,
                 stats={k: res.stats.get(k, []) for k in args.stats},
             )

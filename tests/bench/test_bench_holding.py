@@ -4,7 +4,15 @@ import math
 import pytest
 
 from bench_fixtures import REPO  # noqa: F401  (puts the repo root on sys.path)
-from bench.holding import SHARED_WITH_SAC, holding_summary, issue_config, rolling, shipped_config
+from bench.holding import (
+    SHARED_WITH_SAC,
+    apply_to_all,
+    holding_summary,
+    issue_config,
+    minimal_holding_config,
+    rolling,
+    shipped_config,
+)
 
 
 def test_rolling_mean_uses_fewer_points_at_the_start():
@@ -68,3 +76,20 @@ def test_shipped_config_is_the_scene_yaml_without_replay_files():
     assert sac["hyperparameters"] == {k: v for k, v in expected.items() if k in SHARED_WITH_SAC}
     assert fast["network_settings"] == ref["network_settings"] == sac["network_settings"]
     assert fast["time_horizon"] == ref["time_horizon"] and fast["reward_signals"] == ref["reward_signals"]
+
+
+def test_minimal_config_is_the_defaults_benchmark_one_and_set_all_reaches_builtin_sac():
+    from bench.plan import MINIMAL_SAC, minimal_config
+
+    fast = minimal_holding_config("fast_sac", {"entropy_reward": False})
+    sac = minimal_holding_config("sac", {"entropy_reward": False})
+    assert fast["hyperparameters"] == {**MINIMAL_SAC, "entropy_reward": False}
+    assert sac["hyperparameters"] == MINIMAL_SAC
+    assert sac["network_settings"] == minimal_config("sac")["network_settings"]
+    assert sac["summary_freq"] == 1000
+
+    both = {"init_entcoef": 0.5, "entropy_reward": False}
+    fast = apply_to_all(fast, "fast_sac", both)
+    sac = apply_to_all(sac, "sac", both)
+    assert fast["hyperparameters"]["init_entcoef"] == 0.5 and fast["hyperparameters"]["entropy_reward"] is False
+    assert sac["hyperparameters"]["init_entcoef"] == 0.5 and "entropy_reward" not in sac["hyperparameters"]
