@@ -99,8 +99,8 @@ class _Model(torch.nn.Module):
 class MinimalMuZeroRepr:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.actor_min_q or not hp.entropy_reward:
-            raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective and soft targets only")
+        if hp.actor_min_q:
+            raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective only")
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
                 or hp.rl_gradient_to_repr or hp.prioritized_replay or hp.model_update_interval != 1
                 or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):
@@ -201,7 +201,10 @@ class MinimalMuZeroRepr:
             z1 = self.model.represent(t(s.next_obs[last]))
             a1, logp1 = self.actor(z1)
             x1 = torch.cat([z1, a1], 1)
-            y = t(r) + t(boot) * (torch.min(self.q_target[0](x1), self.q_target[1](x1)).squeeze(1) - alpha * logp1)
+            v1 = torch.min(self.q_target[0](x1), self.q_target[1](x1)).squeeze(1)
+            if self.hp.entropy_in_targets(0):  # continuous actions only
+                v1 = v1 - alpha * logp1
+            y = t(r) + t(boot) * v1
         x = torch.cat([z0, act], 1)
         q_loss = sum(0.5 * ((q(x).squeeze(1) - y) ** 2).mean() for q in self.q)
         a_pi, logp = self.actor(z0)

@@ -20,7 +20,7 @@ SETTINGS = dict(
     tau="Polyak rate",
     init_entcoef="initial temperature",
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions)",
-    entropy_reward="checked: true (soft targets, the default)",
+    entropy_reward="targets with (true, automatic here) or without (false) the entropy bonus",
     continuous_target_entropy_scale="target entropy -scale * action size",
     discrete_target_entropy_scale="no work: continuous actions only",
     prioritized_replay="checked: false",
@@ -35,8 +35,9 @@ SETTINGS = dict(
 class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.prioritized_replay or hp.actor_min_q or not hp.entropy_reward:
-            raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective and soft targets only")
+        if hp.prioritized_replay or hp.actor_min_q:
+            raise ValueError("the minimal SAC loop covers uniform replay and the Q1 actor objective only")
+        self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         self.target_entropy = -hp.continuous_target_entropy_scale * float(act_size)
@@ -70,7 +71,9 @@ class MinimalSAC:
         with torch.no_grad():
             a2, logp2 = self.actor(next_obs)
             x2 = torch.cat([next_obs, a2], 1)
-            v = torch.min(self.q_target[0](x2), self.q_target[1](x2)).squeeze(1) - alpha * logp2
+            v = torch.min(self.q_target[0](x2), self.q_target[1](x2)).squeeze(1)
+            if self.entropy_reward:
+                v = v - alpha * logp2
             y = t(r.astype(np.float32)) + t(boot.astype(np.float32)) * v
         x = torch.cat([obs, act], 1)
         q_loss = 0.5 * ((self.q1(x).squeeze(1) - y) ** 2).mean() + 0.5 * ((self.q2(x).squeeze(1) - y) ** 2).mean()

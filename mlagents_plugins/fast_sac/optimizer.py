@@ -103,6 +103,7 @@ class FastSACOptimizer(TorchOptimizer):
         )
         self._normalize = policy.network_settings.normalize
         self.actor_q1_only = not hp.actor_uses_min_q(len(self.branches))
+        self.entropy_reward = hp.entropy_in_targets(len(self.branches))
         # Forward passes and losses, compiled when ``compile_update`` (parameters are updated outside it).
         compile_update = hp.compile_update
         if compile_update is None:  # automatic: vector observations only (see FastSACSettings.compile_update)
@@ -131,7 +132,7 @@ class FastSACOptimizer(TorchOptimizer):
             log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
             target_entropy_cont=self.target_entropy_cont, discrete_entropy_scale=self.discrete_entropy_scale,
             branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=not self.actor_q1_only,
-            weights=batch.weights, entropy_reward=self.hyperparameters.entropy_reward,
+            weights=batch.weights, entropy_reward=self.entropy_reward,
         )
 
     def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:

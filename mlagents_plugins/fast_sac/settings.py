@@ -29,8 +29,10 @@ class FastSACSettings(OffPolicyBaseSettings):
     actor_min_q: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Whether the critics' TD targets carry the entropy bonus (soft Q, SAC-2 eq. 3).  false: they bootstrap
     # E_pi[min Q] and value the rewards alone, while the actor and the temperatures still use the entropy
-    # (SACLite, Yu et al. 2022); see docs/fast_sac.md "Entropy in the targets" for when that matters.
-    entropy_reward: Any = attr.ib(default=True, validator=strict_bool)  # bool
+    # (SACLite, Yu et al. 2022).  null = automatic: true for continuous-only actions, false with discrete
+    # branches, where a bonus of alpha * log(branch size) per step, bootstrapped through time-outs, outweighs
+    # rewards of order 1 (docs/fast_sac.md "Entropy in the targets").
+    entropy_reward: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).
     n_step: int = attr.ib(default=1, validator=positive_int)
     # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
@@ -55,4 +57,8 @@ class FastSACSettings(OffPolicyBaseSettings):
     def actor_uses_min_q(self, num_branches: int) -> bool:
         """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""
         return bool(self.actor_min_q) if self.actor_min_q is not None else num_branches > 0
+
+    def entropy_in_targets(self, num_branches: int) -> bool:
+        """Whether the TD targets carry the entropy bonus: ``entropy_reward``, or when null, without discrete branches."""
+        return bool(self.entropy_reward) if self.entropy_reward is not None else num_branches == 0
 

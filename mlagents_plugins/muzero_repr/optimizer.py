@@ -139,6 +139,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         self.rl_opt = torch.optim.Adam(groups, lr=hp.learning_rate, **adam)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
         self.actor_min_q = hp.actor_uses_min_q(len(self.branches))
+        self.entropy_reward = hp.entropy_in_targets(len(self.branches))
         # learning_rate_schedule anneals both step sizes (the RL head's and the model's) the same way.
         self.decay_learning_rate = ModelUtils.DecayedValue(
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
@@ -285,7 +286,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
             target_entropy_cont=self.target_entropy_cont, discrete_entropy_scale=self.hp.discrete_target_entropy_scale,
             branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=self.actor_min_q,
-            weights=batch.weights, policy_s_tm1=[z_tm1.detach()], entropy_reward=self.hp.entropy_reward,
+            weights=batch.weights, policy_s_tm1=[z_tm1.detach()], entropy_reward=self.entropy_reward,
         )
 
     def update_rl(self, batch: SACBatch) -> Dict[str, float]:

@@ -79,6 +79,17 @@ def test_actor_min_q_automatic_default_follows_action_kind(tmp_path):
     assert not make_trainer(behavior_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.actor_q1_only
 
 
+def test_entropy_reward_automatic_default_follows_action_kind(tmp_path):
+    def in_targets(name, **kw):
+        return make_trainer(behavior_spec(**kw["spec"]), tmp_path / name, **kw.get("hp", {})).optimizer.entropy_reward
+
+    assert in_targets("c", spec=dict(cont=2)) is True
+    assert in_targets("d", spec=dict(cont=0, branches=(3, 3))) is False
+    assert in_targets("h", spec=dict(cont=2, branches=(2,))) is False
+    assert in_targets("ct", spec=dict(cont=2), hp=dict(entropy_reward=False)) is False
+    assert in_targets("dt", spec=dict(cont=0, branches=(3,)), hp=dict(entropy_reward=True)) is True
+
+
 def test_entropy_reward_changes_the_critic_update(tmp_path):
     """The same update from the same replay and seeds moves the critics differently with and without the entropy
     terms in the targets (and identically when the value repeats, so the comparison itself is sound)."""
