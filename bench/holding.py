@@ -45,8 +45,7 @@ def minimal_holding_config(trainer: str, overrides: Dict[str, object]) -> dict:
     from bench.plan import minimal_config
 
     cfg = minimal_config(trainer)
-    if trainer != "sac":
-        cfg["hyperparameters"].update(overrides)
+    cfg["hyperparameters"] = _trainer_hyper(trainer, cfg["hyperparameters"], overrides)
     cfg.update(summary_freq=1000, checkpoint_interval=10 ** 9)
     return cfg
 

@@ -101,6 +101,7 @@ class MinimalMuZeroRepr:
         hp, net = settings.hyperparameters, settings.network_settings
         if hp.actor_min_q:
             raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective only")
+        self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
                 or hp.rl_gradient_to_repr or hp.prioritized_replay or hp.model_update_interval != 1
                 or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):
@@ -202,7 +203,7 @@ class MinimalMuZeroRepr:
             a1, logp1 = self.actor(z1)
             x1 = torch.cat([z1, a1], 1)
             v1 = torch.min(self.q_target[0](x1), self.q_target[1](x1)).squeeze(1)
-            if self.hp.entropy_in_targets(0):  # continuous actions only
+            if self.entropy_reward:
                 v1 = v1 - alpha * logp1
             y = t(r) + t(boot) * v1
         x = torch.cat([z0, act], 1)
