@@ -39,6 +39,10 @@ def _trainer_hyper(trainer: str, hyper: Dict[str, object], overrides: Dict[str, 
     return {k: v for k, v in hyper.items() if k in SHARED_WITH_SAC}
 
 
+#: Every holding config summarises every 1000 steps and writes no checkpoints or replay files.
+RUN_FIELDS = dict(summary_freq=1000, checkpoint_interval=10 ** 9)
+
+
 def minimal_holding_config(trainer: str, overrides: Dict[str, object]) -> dict:
     """The defaults benchmark's drop-in config (built-in sac takes no ``overrides``), summaries every 1000 steps,
     no checkpoints or replay files."""
@@ -46,7 +50,7 @@ def minimal_holding_config(trainer: str, overrides: Dict[str, object]) -> dict:
 
     cfg = minimal_config(trainer)
     cfg["hyperparameters"] = _trainer_hyper(trainer, cfg["hyperparameters"], overrides)
-    cfg.update(summary_freq=1000, checkpoint_interval=10 ** 9)
+    cfg.update(RUN_FIELDS)
     return cfg
 
 
@@ -73,8 +77,7 @@ def issue_config(trainer: str, overrides: Dict[str, object]) -> dict:
         network_settings=dict(hidden_units=128, num_layers=2, normalize=False),
         reward_signals=dict(extrinsic=dict(gamma=0.99, strength=1.0)),
         time_horizon=64,
-        summary_freq=1000,
-        checkpoint_interval=10 ** 9,
+        **RUN_FIELDS,
     )
 
 
@@ -93,8 +96,7 @@ def shipped_config(trainer: str, scene: str, overrides: Dict[str, object]) -> di
         network_settings=ref["network_settings"],
         reward_signals=ref["reward_signals"],
         time_horizon=ref["time_horizon"],
-        summary_freq=1000,
-        checkpoint_interval=10 ** 9,
+        **RUN_FIELDS,
     )
 
 

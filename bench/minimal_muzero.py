@@ -129,9 +129,12 @@ class MinimalMuZeroRepr:
         return torch.sign(x) * (torch.sqrt(x.abs() + 1) - 1) + self.hp.value_transform_eps * x
 
     def _h_inv(self, y):
+        # Root u = sqrt(|x| + 1) of eps u^2 + u - c = 0 written as 2c / (sqrt(1 + 4 eps c) + 1), and
+        # u^2 - 1 as |y| (u + 1) / (1 + eps (u + 1)): no subtraction of near-equal float32 numbers.
         eps = self.hp.value_transform_eps
-        u = (torch.sqrt(1 + 4 * eps * (y.abs() + 1 + eps)) - 1) / (2 * eps)
-        return torch.sign(y) * (u * u - 1)
+        c = y.abs() + 1 + eps
+        u1 = 2 * c / (torch.sqrt(1 + 4 * eps * c) + 1) + 1
+        return torch.sign(y) * (y.abs() * u1 / (1 + eps * u1))
 
     def _two_hot(self, x):
         S = self.hp.support_size
