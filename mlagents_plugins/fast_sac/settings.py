@@ -33,8 +33,11 @@ class FastSACSettings(OffPolicyBaseSettings):
     # branches, where a bonus of alpha * log(branch size) per step, bootstrapped through time-outs, outweighs
     # rewards of order 1 (docs/fast_sac.md "Entropy in the targets").
     entropy_reward: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
-    # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).
-    n_step: int = attr.ib(default=1, validator=positive_int)
+    # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).  2 by default:
+    # with one-step targets a critic's error on a near-tie (a step of delay costs (1 - gamma) x the value) can
+    # sustain itself through its own bootstrap, and the policy then loses what it had learned (issue #14; chosen
+    # on the tuning scenes, docs/fast_sac.md "n-step targets").
+    n_step: int = attr.ib(default=2, validator=positive_int)
     # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
     prioritized_replay: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Priority exponent alpha (0 = uniform).
