@@ -9,7 +9,7 @@ import pytest
 
 from bench.holding import holding_summary, issue_config, minimal_holding_config, shipped_config
 from mlagents_plugins.envs.harness import train_in_process
-from mlagents_plugins.envs.scenes import SCENES
+from mlagents_plugins.envs.scenes import SCENES, scene_class
 
 BASE = dict(
     trainer_type="fast_sac",
@@ -113,6 +113,6 @@ def test_holds_what_it_learns(tmp_path, one_thread, scene, config, steps, seed):
                "minimal": lambda: minimal_holding_config("fast_sac", {})}
     cfg = configs[config]()
     result = train_in_process(cfg, scene, max_steps=steps, seed=seed, num_areas=2, output_dir=str(tmp_path))
-    s = holding_summary(result.reward_curve, SCENES[scene].success_threshold)
+    s = holding_summary(result.reward_curve, scene_class(scene).success_threshold)
     assert s["steps_to_threshold"] is not None and s["steps_to_threshold"] <= steps // 2, (s, result.reward_curve)
     assert s["final"] >= HOLD * s["best"], (s, result.reward_curve)
