@@ -22,7 +22,7 @@ debugging and for test suites that create many short-lived trainers.
 """
 import os
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from mlagents_envs.logging_util import get_logger
 from mlagents.torch_utils import torch
@@ -35,6 +35,15 @@ ENV_SWITCH = "MLAGENTS_PLUGINS_COMPILE"
 def compile_allowed_by_env() -> bool:
     """False when ``MLAGENTS_PLUGINS_COMPILE`` is set to 0/false/no/off."""
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def compile_wanted(setting: Optional[bool], observation_specs: Sequence[Any]) -> bool:
+    """``compile_update`` resolved for one behavior: true / false as set; null (automatic) compiles when every
+    observation is a vector - Inductor's generated CPU convolutions ran slower than eager ones on the camera
+    scene, so visual observations stay eager."""
+    if setting is not None:
+        return bool(setting)
+    return all(len(spec.shape) == 1 for spec in observation_specs)
 
 
 class CompiledStep:

@@ -1,5 +1,6 @@
 """Small pure pieces the trainers share, written once: shape checks, masked mean, the tanh-Gaussian
-log-density, per-stream discounts, and freezing a module's weights for one pass.
+log-density, per-stream discounts, freezing a module's weights for one pass (eagerly or under
+``torch.compile``), and the Polyak update of target networks.
 
 Nothing here touches settings or module state beyond what it is given; ``tests/test_tensor_utils.py``
 compares each piece with an independent computation.  Tensor names follow the time-index convention of
@@ -7,7 +8,7 @@ docs/TEAM.md (``r_t``, ``discount_t``, ``v_tm1``, ...).
 """
 import contextlib
 import math
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import torch
 
@@ -73,3 +74,34 @@ def frozen(module: torch.nn.Module) -> Iterator[torch.nn.Module]:
     finally:
         for p in params:
             p.requires_grad_(True)
+
+
+def is_compiling() -> bool:
+    """True while TorchDynamo traces the calling code for ``torch.compile``."""
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
+
+
+def call_frozen(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """``module(*args, **kwargs)`` with no gradient reaching ``module``'s weights, only its inputs (the actor's
+    actions in an actor loss), so that loss can share one backward pass with the critic's own loss.
+
+    Eagerly the weights' ``requires_grad`` is switched off for the call (``frozen``, the cheapest way).  Under
+    ``torch.compile``, where flipping the flags would break the graph, the module is called with detached
+    weights instead (``torch.func.functional_call``): the same values, no path back to the weights.
+    """
+    if is_compiling():
+        from torch.func import functional_call  # torch >= 2.0, as torch.compile itself
+
+        tensors = {name: p.detach() for name, p in module.named_parameters()}
+        tensors.update(dict(module.named_buffers()))
+        return functional_call(module, tensors, args, kwargs)
+    with frozen(module):
+        return module(*args, **kwargs)
+
+
+def polyak_update_(online: Sequence[torch.Tensor], target: Sequence[torch.Tensor], tau: float) -> None:
+    """``target <- target + tau * (online - target)`` in place (Polyak averaging of target networks), as one
+    fused multi-tensor op."""
+    with torch.no_grad():
+        torch._foreach_lerp_(list(target), list(online), tau)

@@ -94,3 +94,43 @@ def test_frozen_stops_gradients_to_the_weights_only_within_the_block():
         with tu.frozen(net):
             raise RuntimeError("inside")
     assert net.weight.requires_grad
+
+
+class _Scaled(torch.nn.Module):
+    """``w * x + b`` with a keyword argument, to check call_frozen passes both kinds of argument."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([2.0, -3.0]))
+        self.register_buffer("b", torch.tensor([0.5, 0.25]))
+
+    def forward(self, x, scale=1.0):
+        return (self.w * x + self.b) * scale
+
+
+def test_call_frozen_gradient_reaches_the_input_only_eager_and_while_compiling():
+    module = _Scaled()
+
+    def grads(fn):
+        x = torch.tensor([1.5, -0.5], requires_grad=True)
+        module.w.grad = None
+        fn(module, x, scale=4.0).sum().backward()
+        return x.grad, module.w.grad
+
+    x_grad, w_grad = grads(tu.call_frozen)
+    torch.testing.assert_close(x_grad, torch.tensor([8.0, -12.0]))  # d/dx sum(4 (w x + b)) = 4 w
+    assert w_grad is None and module.w.requires_grad
+    compiled = torch.compile(tu.call_frozen, backend="aot_eager")  # traced by dynamo: the functional_call path
+    x_grad, w_grad = grads(compiled)
+    torch.testing.assert_close(x_grad, torch.tensor([8.0, -12.0]))
+    assert w_grad is None and module.w.requires_grad
+    assert not tu.is_compiling()
+
+
+def test_polyak_update_moves_each_target_by_tau_of_the_gap():
+    online = [torch.tensor([1.0, 3.0]), torch.tensor([[-2.0]])]
+    target = [torch.tensor([5.0, -1.0]), torch.tensor([[4.0]])]
+    tu.polyak_update_(online, target, 0.25)
+    torch.testing.assert_close(target[0], torch.tensor([4.0, 0.0]))  # 0.75 * target + 0.25 * online, by hand
+    torch.testing.assert_close(target[1], torch.tensor([[2.5]]))
+    torch.testing.assert_close(online[0], torch.tensor([1.0, 3.0]))  # the online side is untouched

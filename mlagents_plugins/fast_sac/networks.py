@@ -7,7 +7,7 @@ heads with one output per action (``A = sum(branches)``).  Unlike ML-Agents' SAC
 network: the target is computed from Polyak-averaged copies of both Q networks (SAC-2, Haarnoja et al. 2018b).
 """
 import copy
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.settings import NetworkSettings
@@ -15,7 +15,7 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents_plugins.fast_sac import losses
-from mlagents_plugins.tensor_utils import frozen
+from mlagents_plugins.tensor_utils import call_frozen
 
 
 class TwinQ(nn.Module):
@@ -54,20 +54,9 @@ class TwinQ(nn.Module):
         self, obs: List[torch.Tensor], cont_actions: torch.Tensor, first_only: bool = False
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """``forward`` with no gradient reaching any critic weight, only the inputs (the actor's actions), so
-        the actor loss can share one backward pass with the critic loss.
-
-        Eagerly the parameters' ``requires_grad`` is switched off for the call (cheapest).  Under
-        ``torch.compile``, where flipping flags breaks the graph, the same is done by calling the module with
-        detached parameters (``torch.func.functional_call``).
-        """
-        if _is_compiling():
-            from torch.func import functional_call  # torch >= 2.0, as torch.compile itself
-
-            tensors = {name: p.detach() for name, p in self.named_parameters()}
-            tensors.update(dict(self.named_buffers()))
-            return functional_call(self, tensors, (obs, cont_actions), {"first_only": first_only})
-        with frozen(self):
-            return self(obs, cont_actions, first_only=first_only)
+        the actor loss can share one backward pass with the critic loss (``tensor_utils.call_frozen``: eager
+        and compiled alike)."""
+        return call_frozen(self, obs, cont_actions, first_only=first_only)
 
     def copy_normalization_from(self, body) -> None:
         self.q1.network_body.copy_normalization(body)
@@ -107,11 +96,6 @@ def sample_for_training(
     return cont, lp_c, lp_d
 
 
-def _is_compiling() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler is not None and hasattr(compiler, "is_compiling") and compiler.is_compiling())
-
-
 class Temperatures(nn.Module):
     """Log entropy temperatures: one shared by the continuous dimensions, one per discrete branch."""
 
@@ -120,9 +104,3 @@ class Temperatures(nn.Module):
         init = float(torch.log(torch.tensor(init_entcoef)))
         self.log_alpha_cont = nn.Parameter(torch.full((1,), init))
         self.log_alpha_disc = nn.Parameter(torch.full((num_branches,), init))
-
-
-def polyak_update_(online: Sequence[torch.Tensor], target: Sequence[torch.Tensor], tau: float) -> None:
-    """``target <- target + tau * (online - target)`` in place, as one fused multi-tensor op."""
-    with torch.no_grad():
-        torch._foreach_lerp_(list(target), list(online), tau)

@@ -20,11 +20,12 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
-from mlagents_plugins.compiled_step import CompiledStep
+from mlagents_plugins.compiled_step import CompiledStep, compile_wanted
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.fast_sac import losses
 from mlagents_plugins.fast_sac.losses import SACLosses
-from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
+from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, sample_for_training
+from mlagents_plugins.tensor_utils import polyak_update_
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 STAT_POLICY_LOSS = "Losses/Policy Loss"
@@ -105,9 +106,7 @@ class FastSACOptimizer(TorchOptimizer):
         self.actor_q1_only = not hp.actor_uses_min_q(len(self.branches))
         self.entropy_reward = hp.entropy_in_targets(len(self.branches))
         # Forward passes and losses, compiled when ``compile_update`` (parameters are updated outside it).
-        compile_update = hp.compile_update
-        if compile_update is None:  # automatic: vector observations only (see FastSACSettings.compile_update)
-            compile_update = all(len(s.shape) == 1 for s in policy.behavior_spec.observation_specs)
+        compile_update = compile_wanted(hp.compile_update, policy.behavior_spec.observation_specs)
         self.loss_step = CompiledStep(self._total_loss, compile_update, "fast_sac update")
 
     @property

@@ -46,16 +46,6 @@ class FastSACSettings(OffPolicyBaseSettings):
     per_beta: float = attr.ib(default=0.4, validator=unit_interval)
     # Added to |TD error| so no row gets priority 0.
     per_epsilon: float = attr.ib(default=1.0e-6, validator=positive_float)
-    # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
-    # and faster than the default (MKL) kernel - about 2x on AVX-512 AMD processors; no effect elsewhere or
-    # on CUDA.  false = always the default kernel.  See mlagents_plugins/fast_kernels.py.
-    fast_cpu_matmul: Any = attr.ib(default=True, validator=strict_bool)  # bool
-    # Compile the update's forward passes and losses with torch.compile (same math, elementwise ops fused;
-    # see mlagents_plugins/compiled_step.py): ~1.1-1.3x faster updates after a one-off compile of 5-30 s.
-    # null = automatic: compile when every observation is a vector (Inductor's CPU convolutions measured
-    # slower than eager on the camera scene: 14.9 vs 8.7 ms per update); true = always; false = never.
-    # Where compiling fails (e.g. no C++ compiler) the update runs eagerly, with a warning.
-    compile_update: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
 
     def actor_uses_min_q(self, num_branches: int) -> bool:
         """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""

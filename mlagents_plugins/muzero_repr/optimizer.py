@@ -32,7 +32,8 @@ from mlagents_plugins.muzero_repr.networks import MuZeroModel
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.muzero_repr.targets import UnrollTargets, compute_unroll_targets
 from mlagents_plugins.fast_sac import losses as sac_losses
-from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, polyak_update_, sample_for_training
+from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, sample_for_training
+from mlagents_plugins.tensor_utils import polyak_update_
 from mlagents_plugins.fast_sac.optimizer import STAT_LR, SACBatch, sac_stats
 
 # ---- stats keys -------------------------------------------------------------------------------------

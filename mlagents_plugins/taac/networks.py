@@ -21,7 +21,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents_plugins.taac import losses, trajectories
 from mlagents_plugins.taac.trajectories import TrajectoryKind
-from mlagents_plugins.tensor_utils import tanh_gaussian_log_prob
+from mlagents_plugins.tensor_utils import call_frozen, tanh_gaussian_log_prob
 
 
 class TaacCritic(nn.Module):
@@ -62,6 +62,11 @@ class TaacCritic(nn.Module):
     def total(self, obs: List[torch.Tensor], tau: torch.Tensor) -> torch.Tensor:
         """``[N]``: sum over streams of the replica minimum (the value the switch and the actor compare)."""
         return self.pessimistic(self(obs, tau)).sum(dim=-1)
+
+    def total_frozen(self, obs: List[torch.Tensor], tau: torch.Tensor) -> torch.Tensor:
+        """``total`` with no gradient reaching the critics' weights, only ``tau`` (the actor's proposal), so the
+        actor loss shares one backward pass with the critic loss (``tensor_utils.call_frozen``)."""
+        return self.pessimistic(call_frozen(self, obs, tau)).sum(dim=-1)
 
     def update_normalization(self, buffer: AgentBuffer) -> None:
         for q in self.replicas:

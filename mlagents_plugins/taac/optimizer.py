@@ -7,28 +7,33 @@ Per update (all on ``[B, L]`` windows flattened to ``N = B * L`` rows):
 2. Next states ``(s_{t+1}, tau^- = tau_t)``: the bootstrap value ``E_beta[Q_target]`` per reward stream.
 3. Compare-through targets per stream (``losses.compare_through_returns``) with the rollout switch OR the
    fresh switch, the critic loss of every replica on ``Q(s_t, tau_t)``.
-4. Temperature losses; then all three Adam steps; Polyak update of the target critics every
-   ``target_update_period`` updates.
+4. Temperature losses; then one backward pass, all three Adam steps; Polyak update of the target critics
+   every ``target_update_period`` updates.
+
+Steps 1-4 are ``compute_losses``, a function of the batch alone; on CPU with vector observations it runs
+through ``torch.compile`` (``compile_update``) once the fp32 matmul kernel is chosen (``fast_cpu_matmul``),
+the same machinery as fast_sac's (``compiled_step.py``, ``fast_kernels.py``).
 
 Resume: the update counter that times the target updates and the policy's ``randomize_first_state_tau``
 generator are saved in the model checkpoint (module ``Optimizer:taac_state``, an
 ``offpolicy.checkpoint_state.CheckpointState``), so ``--resume`` continues both exactly.
 """
 import copy
-from typing import Dict, List, NamedTuple
+from typing import Dict, List, NamedTuple, Tuple
 
 from mlagents.torch_utils import torch, default_device
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
-from mlagents_plugins.fast_kernels import fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.compiled_step import CompiledStep, compile_wanted
+from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.offpolicy.checkpoint_state import CheckpointState
 from mlagents_plugins.taac import losses, stats
 from mlagents_plugins.taac.networks import TaacActor, TaacCritic
 from mlagents_plugins.taac.policy import TaacPolicy
 from mlagents_plugins.taac.settings import TaacSettings
-from mlagents_plugins.tensor_utils import frozen, stream_discounts
+from mlagents_plugins.tensor_utils import polyak_update_, stream_discounts
 
 
 class TaacBatch(NamedTuple):
@@ -42,6 +47,16 @@ class TaacBatch(NamedTuple):
     rewards: torch.Tensor  # [B, L, K] per reward stream (already scaled by strength)
     terminal: torch.Tensor  # [B, L] bool, episode ended without time-out
     valid: torch.Tensor  # [B, L] bool, row belongs to the window
+
+
+class TaacLosses(NamedTuple):
+    """One update's losses (scalars; the first three carry gradients) and two switch diagnostics."""
+
+    critic_loss: torch.Tensor  # sum over reward streams of every replica's TD loss
+    actor_loss: torch.Tensor  # switch-scaled proposal loss (critic weights frozen)
+    temperature_loss: torch.Tensor  # action + switch temperature losses
+    keep_probability: torch.Tensor  # mean beta(b=0) of the fresh switch on valid rows (no gradient)
+    proposal_advantage: torch.Tensor  # mean Q(s, tau_hat) - Q(s, tau^-) on valid rows (no gradient)
 
 
 # Keys of the non-tensor training state saved with the checkpoint.
@@ -83,9 +98,17 @@ class TaacOptimizer(TorchOptimizer):
         self.temperature_optimizer = torch.optim.Adam(
             [self.actor.log_alpha_action, self.actor.log_alpha_switch], lr=hp.learning_rate, **adam
         )
+        self._optimizers = (self.critic_optimizer, self.actor_optimizer, self.temperature_optimizer)
         # Gradient updates taken (times the target updates: every ``target_update_period``-th one).
         self.num_updates = 0
         self.target_critic.to(default_device())
+        self._critic_params = list(self.critic.parameters())
+        self._target_critic_params = list(self.target_critic.parameters())
+        # fp32 matmul kernel timed on the first updates (fast_cpu_matmul), then the compiled loss step
+        # (compile_update), as in fast_sac: mlagents_plugins/fast_kernels.py and compiled_step.py.
+        self.matmul_kernels = MatmulKernelChooser(default_device(), hp.fast_cpu_matmul)
+        compile_update = compile_wanted(hp.compile_update, policy.behavior_spec.observation_specs)
+        self.loss_step = CompiledStep(self._total_loss, compile_update, "taac update")
         self.resume_state = CheckpointState()
         self.resume_state.register(STATE_NUM_UPDATES, lambda: int(self.num_updates), self._set_num_updates)
         self.resume_state.register_rng(STATE_FIRST_TAU_RNG, policy.first_tau_rng)
@@ -123,8 +146,8 @@ class TaacOptimizer(TorchOptimizer):
             dim=-1,
         )
 
-    def update(self, batch: TaacBatch, num_sequences: int = 0) -> Dict[str, float]:  # type: ignore[override]
-        hp = self.hyperparameters
+    def compute_losses(self, batch: TaacBatch) -> TaacLosses:
+        """Forward passes and the three losses of one update (no parameter changes); steps 1-4 above."""
         actor, critic = self.actor, self.critic
         B, L = batch.valid.shape
         n = B * L
@@ -139,8 +162,7 @@ class TaacOptimizer(TorchOptimizer):
         # 1. Current rows: proposal, switch, actor loss (critic weights frozen: the gradient reaches x only).
         prop = actor.propose(obs, tau_prev, deterministic=False)
         tau_keep, tau_new = actor.switch_candidates(prop.x, tau_prev)
-        with frozen(critic):
-            q_new = critic.total(obs, tau_new)
+        q_new = critic.total_frozen(obs, tau_new)
         with torch.no_grad():
             q_keep = critic.total(obs, tau_keep)
             dist = losses.switch_distribution(q_keep, q_new.detach(), switch_temp, clip)
@@ -171,29 +193,53 @@ class TaacOptimizer(TorchOptimizer):
         temperature_loss = losses.temperature_loss(
             actor.log_alpha_action, -prop.log_pi, self.action_target_entropy, valid
         ) + losses.temperature_loss(actor.log_alpha_switch, dist.entropy, self.switch_target_entropy, valid)
+        with torch.no_grad():
+            keep_probability = losses.masked_mean(1.0 - dist.p_switch, valid)
+            proposal_advantage = losses.masked_mean(dist.advantage, valid)
+        return TaacLosses(critic_loss, actor_loss, temperature_loss, keep_probability, proposal_advantage)
 
-        lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
-        for opt in (self.critic_optimizer, self.actor_optimizer, self.temperature_optimizer):
-            ModelUtils.update_learning_rate(opt, lr)
-            opt.zero_grad()
-        (critic_loss + actor_loss + temperature_loss).backward()
-        for opt in (self.critic_optimizer, self.actor_optimizer, self.temperature_optimizer):
-            opt.step()
+    def _total_loss(self, batch: TaacBatch) -> Tuple[torch.Tensor, TaacLosses]:
+        out = self.compute_losses(batch)
+        return out.critic_loss + out.actor_loss + out.temperature_loss, out
 
-        self.num_updates += 1
-        self._sync_target_normalization()
-        if self.num_updates % hp.target_update_period == 0:
-            ModelUtils.soft_update(critic, self.target_critic, hp.target_update_tau)
+    def _zero_grad(self) -> None:
+        for opt in self._optimizers:
+            opt.zero_grad(set_to_none=True)
 
+    def update(self, batch: TaacBatch, num_sequences: int = 0) -> Dict[str, float]:  # type: ignore[override]
+        """One gradient update: one backward of ``critic + actor + temperature`` losses, three Adam steps, the
+        target critics' Polyak update every ``target_update_period`` updates."""
+        hp = self.hyperparameters
+        with self.matmul_kernels.scope():
+            lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
+            for opt in self._optimizers:
+                ModelUtils.update_learning_rate(opt, lr)
+            self._zero_grad()
+            # Compiled only once the matmul kernel is chosen (a global switch torch.compile guards on), as in
+            # fast_sac.
+            if self.matmul_kernels.decided:
+                _, out = self.loss_step.forward_backward(self._zero_grad, batch)
+            else:
+                total, out = self._total_loss(batch)
+                total.backward()
+            for opt in self._optimizers:
+                opt.step()
+
+            self.num_updates += 1
+            self._sync_target_normalization()
+            if self.num_updates % hp.target_update_period == 0:
+                polyak_update_(self._critic_params, self._target_critic_params, hp.target_update_tau)
+
+        actor = self.actor
         with torch.no_grad():
             return {
-                stats.CRITIC_LOSS: float(critic_loss),
-                stats.ACTOR_LOSS: float(actor_loss),
-                stats.TEMPERATURE_LOSS: float(temperature_loss),
+                stats.CRITIC_LOSS: float(out.critic_loss),
+                stats.ACTOR_LOSS: float(out.actor_loss),
+                stats.TEMPERATURE_LOSS: float(out.temperature_loss),
                 stats.ACTION_TEMPERATURE: float(actor.log_alpha_action.exp()),
                 stats.SWITCH_TEMPERATURE: float(actor.log_alpha_switch.exp()),
-                stats.KEEP_PROBABILITY: float(losses.masked_mean(1.0 - dist.p_switch, valid)),
-                stats.PROPOSAL_ADVANTAGE: float(losses.masked_mean(dist.advantage, valid)),
+                stats.KEEP_PROBABILITY: float(out.keep_probability),
+                stats.PROPOSAL_ADVANTAGE: float(out.proposal_advantage),
                 stats.LEARNING_RATE: lr,
             }
 

@@ -26,10 +26,12 @@ def _learn(config: str, builds: str, results: str, *extra: str) -> str:
 
 
 def _config(path: str, max_steps: int) -> str:
+    # compile_update off: a one-off torch.compile would take most of these short runs (compiling: test_compiled_update)
     cfg = {"behaviors": {"Balance": {
         "trainer_type": "taac",
         "hyperparameters": {"batch_size": 32, "buffer_size": 5000, "buffer_init_steps": 200, "steps_per_update": 8.0,
-                            "mini_batch_length": 3, "trajectory": "linear", "save_replay_buffer": True},
+                            "mini_batch_length": 3, "trajectory": "linear", "save_replay_buffer": True,
+                            "compile_update": False},
         "network_settings": {"hidden_units": 16, "num_layers": 1},
         "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
         "max_steps": max_steps, "time_horizon": 16, "summary_freq": 300, "checkpoint_interval": 200,

@@ -19,7 +19,8 @@ SPEC = BehaviorSpec(
 def wired_trainer(tmp_path, load, seed):
     settings = TrainerSettings(
         trainer_type="taac",
-        hyperparameters=TaacSettings(target_update_period=3, target_update_tau=0.5, randomize_first_state_tau=True),
+        hyperparameters=TaacSettings(target_update_period=3, target_update_tau=0.5, randomize_first_state_tau=True,
+                                     compile_update=False),
         max_steps=1000,
     )
     settings.network_settings.hidden_units = 16

@@ -41,6 +41,9 @@ def obs_spec(n):
 
 
 def make_trainer(tmp_path, **hyper):
+    """A taac trainer with 16 hidden units; ``compile_update`` off unless given (compiling is tested in
+    test_compiled_update.py and costs seconds per trainer)."""
+    hyper.setdefault("compile_update", False)
     settings = TrainerSettings(
         trainer_type="taac", hyperparameters=TaacSettings(**hyper), max_steps=1000
     )
@@ -118,7 +121,7 @@ def test_replay_rows_are_what_acting_saw(tmp_path):
         "trainer_type": "taac",
         "hyperparameters": {"batch_size": 32, "buffer_size": 5000, "buffer_init_steps": 600, "steps_per_update": 8.0,
                             "trajectory": "linear", "max_repeat_steps": 3, "mini_batch_length": 3,
-                            "save_replay_buffer": True, "init_switch_temperature": 1.0},
+                            "save_replay_buffer": True, "init_switch_temperature": 1.0, "compile_update": False},
         "network_settings": {"hidden_units": 16, "num_layers": 1},
         "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
         "time_horizon": 16, "summary_freq": 400, "checkpoint_interval": 100000,
@@ -151,7 +154,8 @@ def test_sample_batch_with_two_reward_streams(tmp_path):
 
     torch.manual_seed(0)
     settings = TrainerSettings(
-        trainer_type="taac", hyperparameters=TaacSettings(batch_size=12, mini_batch_length=3), max_steps=1000
+        trainer_type="taac", hyperparameters=TaacSettings(batch_size=12, mini_batch_length=3, compile_update=False),
+        max_steps=1000,
     )
     settings.network_settings.hidden_units = 16
     settings.reward_signals = {
