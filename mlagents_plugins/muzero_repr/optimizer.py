@@ -24,6 +24,7 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import NetworkSettings, RewardSignalType, TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
+from mlagents_plugins.compiled_step import CompiledStep, compile_wanted
 from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
 from mlagents_plugins.muzero_repr import losses as muzero_losses
 from mlagents_plugins.muzero_repr.actor import MuZeroActor, latent_observation_spec
@@ -151,6 +152,11 @@ class MuZeroReprOptimizer(TorchOptimizer):
         # fast_cpu_matmul: one kernel chooser per update kind, so each times one kind of work.
         self.model_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.rl_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
+        # compile_update: each update's forward passes and losses through torch.compile once its kernel is chosen
+        # (compiled_step.py; fast_sac and taac do the same).
+        compile_update = compile_wanted(hp.compile_update, self.spec.observation_specs)
+        self.model_step = CompiledStep(self._model_total, compile_update, "muzero_repr model update")
+        self.rl_step = CompiledStep(self._rl_total, compile_update, "muzero_repr SAC head update")
         self.num_model_updates = 0
         self.loss_weights = muzero_losses.ModelLossWeights(
             value=hp.value_loss_weight,
@@ -219,6 +225,13 @@ class MuZeroReprOptimizer(TorchOptimizer):
             latent_std = outs[0].latent.std(dim=0, unbiased=False).mean()
         return ModelForward(losses, tg, latent_norm, latent_std)
 
+    def _model_total(self, batch: ModelBatch) -> Tuple[torch.Tensor, ModelForward]:
+        fwd = self.model_loss(batch)
+        return fwd.losses.total, fwd
+
+    def _zero_model_grad(self) -> None:
+        self.model_opt.zero_grad(set_to_none=True)
+
     def update_model(self, batch: ModelBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One model update on ``batch``: one backward, gradient clipping, one Adam step, the target model's
         update on its period.  Returns the stats and the start rows' value errors ``|v_0 - z_0|`` ``[B]`` (from
@@ -228,10 +241,12 @@ class MuZeroReprOptimizer(TorchOptimizer):
             model_lr = self.decay_model_learning_rate.get_value(self.policy.get_current_step())
             for g in self.model_opt.param_groups:
                 g["lr"] = model_lr
-            fwd = self.model_loss(batch)
-            total = fwd.losses.total
-            self.model_opt.zero_grad()
-            total.backward()
+            self.model_opt.zero_grad(set_to_none=True)
+            if self.model_matmul.decided:
+                total, fwd = self.model_step.forward_backward(self._zero_model_grad, batch)
+            else:
+                total, fwd = self._model_total(batch)
+                total.backward()
             if hp.model_grad_clip > 0:
                 nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
             self.model_opt.step()
@@ -290,6 +305,13 @@ class MuZeroReprOptimizer(TorchOptimizer):
             weights=batch.weights, policy_s_tm1=[z_tm1.detach()], entropy_reward=self.entropy_reward,
         )
 
+    def _rl_total(self, batch: SACBatch) -> Tuple[torch.Tensor, sac_losses.SACLosses]:
+        out = self.rl_losses(batch)
+        return out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss, out
+
+    def _zero_rl_grad(self) -> None:
+        self.rl_opt.zero_grad(set_to_none=True)
+
     def update_rl(self, batch: SACBatch) -> Dict[str, float]:
         """One SAC update of the RL head on ``batch``: one backward of critic + actor + temperature losses, one
         Adam step, one Polyak update (as fast_sac).  With PER its critic loss is importance-weighted; the
@@ -298,9 +320,12 @@ class MuZeroReprOptimizer(TorchOptimizer):
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
             for g in self.rl_opt.param_groups:
                 g["lr"] = lr
-            out = self.rl_losses(batch)
             self.rl_opt.zero_grad(set_to_none=True)
-            (out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss).backward()
+            if self.rl_matmul.decided:
+                _, out = self.rl_step.forward_backward(self._zero_rl_grad, batch)
+            else:
+                total, out = self._rl_total(batch)
+                total.backward()
             self.rl_opt.step()
             polyak_update_(list(self.q_net.parameters()), list(self.target_q.parameters()), self.hp.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)

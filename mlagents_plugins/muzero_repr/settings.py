@@ -3,10 +3,10 @@
 The RL head is fast_sac's SAC on the latent (the same loss code), so every fast_sac field keeps its meaning
 and has its effect: ``tau``, ``init_entcoef``, the target entropy scales, ``actor_min_q``, ``entropy_reward``, ``n_step``,
 ``prioritized_replay`` and ``per_*`` (the priorities are the model's value errors, see docs/muzero_repr.md),
-``fast_cpu_matmul`` (both updates); ``learning_rate`` is the RL head's step size, ``model_learning_rate`` the
-learned model's, and ``learning_rate_schedule`` anneals both.  Two inherited fields are refused unless left at
-what muzero_repr can do: ``compile_update`` (the update is not compiled) and
-``reward_signal_steps_per_update`` (there are no intrinsic reward providers to update).  Validators raise
+``fast_cpu_matmul`` and ``compile_update`` (both updates); ``learning_rate`` is the RL head's step size,
+``model_learning_rate`` the learned model's, and ``learning_rate_schedule`` anneals both.  One inherited field is
+refused unless left at what muzero_repr can do: ``reward_signal_steps_per_update`` (there are no intrinsic reward
+providers to update).  Validators raise
 ``TrainerConfigError`` naming the field, the value and what is allowed.
 """
 from typing import Any, ClassVar
@@ -77,8 +77,6 @@ class MuZeroReprSettings(FastSACSettings):
     # Hidden units / layers of the actor and critics on top of the latent.
     head_hidden_units: int = attr.ib(default=128, validator=positive_int)
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
-    # fast_sac's torch.compile switch; muzero_repr's update is not compiled, so only null (unset) is accepted.
-    compile_update: Any = attr.ib(default=None)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -91,11 +89,6 @@ class MuZeroReprSettings(FastSACSettings):
                 f"left unset or equal to steps_per_update ({self.steps_per_update!r}): muzero_repr supports only "
                 "the extrinsic reward signal, so there are no reward providers to update",
             )
-
-    @compile_update.validator
-    def _check_compile_update(self, attribute: "attr.Attribute", value: Any) -> None:
-        if value is not None:
-            fail(attribute.name, value, "left unset (null): muzero_repr does not compile its update, only fast_sac")
 
     @actions_after_end.validator
     def _check_actions_after_end(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -25,11 +25,16 @@ def test_compiled_losses_and_gradients_match_eager_and_actor_loss_reaches_only_t
 
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
     # Inductor draws random numbers from its own generator; with fallback_random it uses ATen's, so the same
-    # seed gives the eager draws and the comparison is exact up to rounding.
-    monkeypatch.setattr(inductor_config, "fallback_random", True)
-    # The test differentiates the compiled graph several times (retain_graph=True), which a backward compiled
-    # with donated buffers refuses; whether one is donated depends on what earlier tests left in dynamo's cache.
-    monkeypatch.setattr(torch._functorch.config, "donated_buffer", False)
+    # seed gives the eager draws and the comparison is exact up to rounding.  The test differentiates the
+    # compiled graph several times (retain_graph=True), which a backward compiled with donated buffers refuses;
+    # whether one is donated depends on what earlier tests left in dynamo's cache.  The configs' own patch()
+    # restores both afterwards (monkeypatch.setattr on a torch config module left fallback_random unreadable,
+    # which broke every later compile in the same process).
+    with inductor_config.patch(fallback_random=True), torch._functorch.config.patch(donated_buffer=False):
+        _compare_compiled_with_eager(tmp_path)
+
+
+def _compare_compiled_with_eager(tmp_path):
     torch._dynamo.reset()
     trainer = _filled_trainer(tmp_path, cont=2, branches=(3, 2))
     opt = trainer.optimizer

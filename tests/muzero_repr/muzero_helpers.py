@@ -17,7 +17,8 @@ def muzero_reward(t: int) -> float:
 def make_trainer(spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0, normalize: bool = False, **hyper) -> MuZeroReprTrainer:
     hp = dict(batch_size=8, buffer_size=300, buffer_init_steps=0, steps_per_update=1.0, latent_size=8,
               model_hidden_units=16, model_num_layers=1, head_hidden_units=16, head_num_layers=1,
-              num_unroll_steps=3, td_steps=4, support_size=3)
+              num_unroll_steps=3, td_steps=4, support_size=3,
+              compile_update=False)  # compiling (seconds per trainer) is tested in test_muzero_compiled_update.py
     hp.update(hyper)
     settings = TrainerSettings(trainer_type="muzero_repr", hyperparameters=MuZeroReprSettings(**hp),
                                max_steps=10000, summary_freq=10**9)

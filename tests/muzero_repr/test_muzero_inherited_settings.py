@@ -133,11 +133,16 @@ def test_learning_rate_schedule_anneals_both_learning_rates(tmp_path):
     assert all(g["lr"] == pytest.approx(0.75 * 2e-3 + 0.25 * 1e-10, rel=1e-6) for g in opt.model_opt.param_groups)
 
 
-@pytest.mark.parametrize("value", [True, False])
-def test_compile_update_is_refused_naming_the_field(value):
-    with pytest.raises(TrainerConfigError, match=r"hyperparameters.compile_update = %r is invalid: it must be left "
-                                                  r"unset \(null\)" % value):
-        MuZeroReprSettings(compile_update=value)
+def test_compile_update_chooses_eager_or_compiled_updates(tmp_path, monkeypatch):
+    """null (default): both updates compiled for vector observations, eager with a camera; false: eager."""
+    from mlagents_plugins import compiled_step
+
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    vector, camera = behavior_spec(((4,),), 2, ()), behavior_spec(((3, 20, 20), (4,)), 2, ())
+    for spec, value, mode in ((vector, None, "compiled"), (camera, None, "eager"), (vector, False, "eager"),
+                              (camera, True, "compiled")):
+        opt = make_trainer(spec, tmp_path / f"{mode}{value}", compile_update=value).optimizer
+        assert (opt.model_step.mode, opt.rl_step.mode) == (mode, mode), (spec, value)
 
 
 def test_reward_signal_steps_per_update_is_refused_unless_it_equals_steps_per_update():
