@@ -32,6 +32,8 @@ from typing import NamedTuple, Optional
 
 from mlagents.torch_utils import torch
 
+from mlagents_plugins.tensor_utils import is_compiling
+
 ACTIONS_AFTER_END_REPEAT = "repeat"
 ACTIONS_AFTER_END_RANDOM = "random"
 ACTIONS_AFTER_END_CHOICES = (ACTIONS_AFTER_END_REPEAT, ACTIONS_AFTER_END_RANDOM)
@@ -83,7 +85,9 @@ def compute_unroll_targets(
                     ("valid_t", valid_t), ("v_t", v_t)):
         if tuple(t.shape) != (B, W):
             raise ValueError(f"{name} must be [B, W] = {(B, W)}, got {tuple(t.shape)}")
-    if bool((terminal_t.bool() & ~episode_end_t.bool()).any()):
+    # A check of values, not shapes: it reads the tensors back, which would split a compiled graph in two, so
+    # it runs eagerly only (the compiled update passes one tensor as both, which always passes).
+    if not is_compiling() and bool((terminal_t.bool() & ~episode_end_t.bool()).any()):
         raise ValueError("terminal_t set on a row whose episode_end_t is not set")
 
     terminal = terminal_t.bool()
