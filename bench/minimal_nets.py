@@ -17,6 +17,7 @@ LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 #: How a minimal loop treats each hyperparameter of the shared off-policy settings.  Every minimal module
 #: has a ``SETTINGS`` dict like this over its trainer's whole settings class, so a setting added later that
 #: the loop does not know fails ``tests/bench/test_bench_update_speed.py`` instead of silently diverging.
+FAST_CPU_MATMUL = "not applied: ours' optional oneDNN matmul kernels; the minimal loop is plain PyTorch"
 OFFPOLICY_BASE_SETTINGS = {
     "batch_size": "rows/windows per update",
     "buffer_size": "no per-update work (the minimal store holds --rows rows)",
@@ -27,8 +28,9 @@ OFFPOLICY_BASE_SETTINGS = {
     "reward_signal_steps_per_update": "no per-update work (extrinsic reward only)",
     "save_replay_buffer": "no per-update work (checkpointing)",
     "init_replay_from": "no per-update work (start-up)",
+    "fast_cpu_matmul": FAST_CPU_MATMUL,
+    "compile_update": "no work: how the same losses are executed (torch.compile); the minimal loop runs eagerly",
 }
-FAST_CPU_MATMUL = "not applied: ours' optional oneDNN matmul kernels; the minimal loop is plain PyTorch"
 
 
 def swish_mlp(input_size: int, hidden: int, num_layers: int, output_size: int = 0) -> nn.Sequential:

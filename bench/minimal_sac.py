@@ -11,7 +11,7 @@ losses, ONE Adam step over actor + critics + temperature, and a fused Polyak upd
 import numpy as np
 import torch
 
-from bench.minimal_nets import (FAST_CPU_MATMUL, OFFPOLICY_BASE_SETTINGS, RowStore, frozen_copy, polyak_, swish_mlp, t,
+from bench.minimal_nets import (OFFPOLICY_BASE_SETTINGS, RowStore, frozen_copy, polyak_, swish_mlp, t,
                                  tanh_gaussian_sample)
 
 SETTINGS = dict(
@@ -27,8 +27,6 @@ SETTINGS = dict(
     per_alpha="no work: prioritized_replay false",
     per_beta="no work: prioritized_replay false",
     per_epsilon="no work: prioritized_replay false",
-    fast_cpu_matmul=FAST_CPU_MATMUL,
-    compile_update="no work: how the same losses are executed (torch.compile); the minimal loop runs eagerly",
 )
 
 
