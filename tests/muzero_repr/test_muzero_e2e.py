@@ -42,7 +42,9 @@ def test_mlagents_learn_and_resume(tmp_path):
         cfg = yaml.safe_load(f)
     b = cfg["behaviors"]["Balance"]
     b.update(max_steps=600, summary_freq=300, checkpoint_interval=600)
-    b["hyperparameters"].update(buffer_init_steps=100, batch_size=32, steps_per_update=4.0)
+    # compile_update off: a one-off torch.compile of both updates would take most of these short runs
+    # (compiling: test_muzero_compiled_update.py; through mlagents-learn: tests/fast_sac/test_e2e.py)
+    b["hyperparameters"].update(buffer_init_steps=100, batch_size=32, steps_per_update=4.0, compile_update=False)
     config = tmp_path / "mz.yaml"
     config.write_text(yaml.safe_dump(cfg))
     results = tmp_path / "results"
