@@ -84,12 +84,20 @@ class CompiledStep:
             self._give_up(exc)
             return self._fn(*args)
 
-    def forward_backward(self, zero_grad: Callable[[], None], *args: Any) -> Any:
+    def forward_backward(self, zero_grad: Callable[[], None], *args: Any, ready: bool = True) -> Any:
         """``result = self(*args)``, then ``result[0].backward()``; returns ``result``.
+
+        ``ready=False`` runs the step eagerly without compiling yet: the trainers pass whether their fp32 matmul
+        kernel is chosen (``MatmulKernelChooser.decided``), since the kernel switch is global state that
+        ``torch.compile`` guards on, and compiling while the chooser alternates would compile twice.
 
         AOTAutograd compiles the backward graph lazily, on its first use, so a toolchain failure can also
         surface there: then gradients are cleared with ``zero_grad`` and the step is redone eagerly, once.
         """
+        if not ready:
+            result = self._fn(*args)
+            result[0].backward()
+            return result
         checking = self._compiled is not None and not self._backward_ok
         result = self(*args)
         if not checking or self._compiled is None:

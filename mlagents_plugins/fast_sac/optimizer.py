@@ -148,13 +148,7 @@ class FastSACOptimizer(TorchOptimizer):
             for g in self.adam.param_groups:
                 g["lr"] = lr
             self.adam.zero_grad(set_to_none=True)
-            # Compiled only once the matmul kernel is chosen: the kernel switch is global state that torch.compile
-            # guards on, so compiling while the chooser alternates would compile twice.
-            if self.matmul_kernels.decided:
-                _, out = self.loss_step.forward_backward(self._zero_grad, batch)
-            else:
-                total, out = self._total_loss(batch)
-                total.backward()
+            _, out = self.loss_step.forward_backward(self._zero_grad, batch, ready=self.matmul_kernels.decided)
             self.adam.step()
             polyak_update_(self._q_params, self._q_target_params, self.tau)
 

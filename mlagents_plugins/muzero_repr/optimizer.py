@@ -242,11 +242,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             for g in self.model_opt.param_groups:
                 g["lr"] = model_lr
             self.model_opt.zero_grad(set_to_none=True)
-            if self.model_matmul.decided:
-                total, fwd = self.model_step.forward_backward(self._zero_model_grad, batch)
-            else:
-                total, fwd = self._model_total(batch)
-                total.backward()
+            total, fwd = self.model_step.forward_backward(self._zero_model_grad, batch, ready=self.model_matmul.decided)
             if hp.model_grad_clip > 0:
                 nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
             self.model_opt.step()
@@ -321,11 +317,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             for g in self.rl_opt.param_groups:
                 g["lr"] = lr
             self.rl_opt.zero_grad(set_to_none=True)
-            if self.rl_matmul.decided:
-                _, out = self.rl_step.forward_backward(self._zero_rl_grad, batch)
-            else:
-                total, out = self._rl_total(batch)
-                total.backward()
+            _, out = self.rl_step.forward_backward(self._zero_rl_grad, batch, ready=self.rl_matmul.decided)
             self.rl_opt.step()
             polyak_update_(list(self.q_net.parameters()), list(self.target_q.parameters()), self.hp.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)

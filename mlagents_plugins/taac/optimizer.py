@@ -215,13 +215,7 @@ class TaacOptimizer(TorchOptimizer):
             for opt in self._optimizers:
                 ModelUtils.update_learning_rate(opt, lr)
             self._zero_grad()
-            # Compiled only once the matmul kernel is chosen (a global switch torch.compile guards on), as in
-            # fast_sac.
-            if self.matmul_kernels.decided:
-                _, out = self.loss_step.forward_backward(self._zero_grad, batch)
-            else:
-                total, out = self._total_loss(batch)
-                total.backward()
+            _, out = self.loss_step.forward_backward(self._zero_grad, batch, ready=self.matmul_kernels.decided)
             for opt in self._optimizers:
                 opt.step()
 

@@ -148,3 +148,27 @@ def test_compiled_backward_failing_on_first_use_redoes_the_step_eagerly(monkeypa
     _, which = step.forward_backward(zero_grad, w)  # later steps: eager, no retry
     assert which == "eager" and zeroed == [True]
     torch.testing.assert_close(w.grad, torch.tensor([3.0, -12.0]))
+
+
+def test_forward_backward_runs_eagerly_until_ready(monkeypatch):
+    """``ready=False`` (the matmul kernel not chosen yet): the eager function runs and nothing is compiled."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    compiled_calls = []
+
+    def fake_compile(fn, **kwargs):
+        def run(*args):
+            compiled_calls.append(args)
+            return fn(*args)
+
+        return run
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    w = torch.tensor([2.0, -1.0], requires_grad=True)
+    step = CompiledStep(lambda p: ((p ** 3).sum(), None), True, "demo update")
+    step.forward_backward(lambda: None, w, ready=False)
+    assert compiled_calls == [] and step.mode == "compiled"
+    torch.testing.assert_close(w.grad, torch.tensor([12.0, 3.0]))  # 3 w^2, by hand
+    w.grad = None
+    step.forward_backward(lambda: None, w, ready=True)
+    assert len(compiled_calls) == 1
+    torch.testing.assert_close(w.grad, torch.tensor([12.0, 3.0]))
