@@ -114,6 +114,34 @@ class CompiledStep:
         self._backward_ok = True
         return result
 
+    def gradient_step(
+        self,
+        optimizers: Sequence[Any],
+        lr: float,
+        *args: Any,
+        ready: bool = True,
+        before_step: Optional[Callable[[], None]] = None,
+    ) -> Any:
+        """One optimizer step on the loss this step computes, the cadence every trainer's update shares: each
+        optimizer's learning rate set to ``lr`` (all param groups), gradients cleared, ``forward_backward`` (one
+        backward of the summed loss), ``before_step`` (gradient clipping, say), then every optimizer's ``step``.
+        Returns the step function's result."""
+        for opt in optimizers:
+            for group in opt.param_groups:
+                group["lr"] = lr
+
+        def zero_grad() -> None:
+            for opt in optimizers:
+                opt.zero_grad(set_to_none=True)
+
+        zero_grad()
+        result = self.forward_backward(zero_grad, *args, ready=ready)
+        if before_step is not None:
+            before_step()
+        for opt in optimizers:
+            opt.step()
+        return result
+
     def _give_up(self, exc: BaseException) -> None:
         if self._compiled is None:
             return

@@ -268,6 +268,12 @@ class SACLosses(NamedTuple):
     entropy: torch.Tensor  # mean policy entropy estimate (no gradient)
     diagnostics: torch.Tensor  # [6 + K] no gradient: see ``sac_diagnostics``
 
+    def total(self) -> torch.Tensor:
+        """The one loss a SAC step differentiates: critic, actor and temperature losses summed.  Their
+        parameters are disjoint (the actor loss reads the critic through ``frozen_critic``, the temperature
+        loss reads detached log-probs), so one backward of the sum gives each loss's own gradients."""
+        return self.q1_loss + self.q2_loss + self.policy_loss + self.temperature_loss
+
 
 def _check_q_pair(name: str, q1: torch.Tensor, q2: Optional[torch.Tensor], b: int, s: int, a: int) -> None:
     _check_shape(f"{name} Q1", q1, (b, s, a))

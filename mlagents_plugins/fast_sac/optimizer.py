@@ -136,20 +136,13 @@ class FastSACOptimizer(TorchOptimizer):
 
     def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.compute_losses(batch)
-        return out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss, out
-
-    def _zero_grad(self) -> None:
-        self.adam.zero_grad(set_to_none=True)
+        return out.total(), out
 
     def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One fused SAC step. Returns (stats, |TD error| [B] for replay priorities)."""
         with self.matmul_kernels.scope():
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
-            for g in self.adam.param_groups:
-                g["lr"] = lr
-            self.adam.zero_grad(set_to_none=True)
-            _, out = self.loss_step.forward_backward(self._zero_grad, batch, ready=self.matmul_kernels.decided)
-            self.adam.step()
+            _, out = self.loss_step.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
             polyak_update_(self._q_params, self._q_target_params, self.tau)
 
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)

@@ -229,9 +229,6 @@ class MuZeroReprOptimizer(TorchOptimizer):
         fwd = self.model_loss(batch)
         return fwd.losses.total, fwd
 
-    def _zero_model_grad(self) -> None:
-        self.model_opt.zero_grad(set_to_none=True)
-
     def update_model(self, batch: ModelBatch) -> Tuple[Dict[str, float], torch.Tensor]:
         """One model update on ``batch``: one backward, gradient clipping, one Adam step, the target model's
         update on its period.  Returns the stats and the start rows' value errors ``|v_0 - z_0|`` ``[B]`` (from
@@ -239,13 +236,13 @@ class MuZeroReprOptimizer(TorchOptimizer):
         hp = self.hp
         with self.model_matmul.scope():
             model_lr = self.decay_model_learning_rate.get_value(self.policy.get_current_step())
-            for g in self.model_opt.param_groups:
-                g["lr"] = model_lr
-            self.model_opt.zero_grad(set_to_none=True)
-            total, fwd = self.model_step.forward_backward(self._zero_model_grad, batch, ready=self.model_matmul.decided)
+            clip = None
             if hp.model_grad_clip > 0:
-                nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
-            self.model_opt.step()
+                def clip() -> None:
+                    nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
+            total, fwd = self.model_step.gradient_step(
+                [self.model_opt], model_lr, batch, ready=self.model_matmul.decided, before_step=clip
+            )
         self.num_model_updates += 1
         if self.num_model_updates % hp.model_target_update_period == 0:
             self.update_target_model(hp.model_target_update_tau)
@@ -303,10 +300,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
 
     def _rl_total(self, batch: SACBatch) -> Tuple[torch.Tensor, sac_losses.SACLosses]:
         out = self.rl_losses(batch)
-        return out.q1_loss + out.q2_loss + out.policy_loss + out.temperature_loss, out
-
-    def _zero_rl_grad(self) -> None:
-        self.rl_opt.zero_grad(set_to_none=True)
+        return out.total(), out
 
     def update_rl(self, batch: SACBatch) -> Dict[str, float]:
         """One SAC update of the RL head on ``batch``: one backward of critic + actor + temperature losses, one
@@ -314,11 +308,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         priorities stay the model's value errors (the RL head does not write them)."""
         with self.rl_matmul.scope():
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
-            for g in self.rl_opt.param_groups:
-                g["lr"] = lr
-            self.rl_opt.zero_grad(set_to_none=True)
-            _, out = self.rl_step.forward_backward(self._zero_rl_grad, batch, ready=self.rl_matmul.decided)
-            self.rl_opt.step()
+            _, out = self.rl_step.gradient_step([self.rl_opt], lr, batch, ready=self.rl_matmul.decided)
             polyak_update_(list(self.q_net.parameters()), list(self.target_q.parameters()), self.hp.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
         stats[STAT_LR] = lr

@@ -202,22 +202,13 @@ class TaacOptimizer(TorchOptimizer):
         out = self.compute_losses(batch)
         return out.critic_loss + out.actor_loss + out.temperature_loss, out
 
-    def _zero_grad(self) -> None:
-        for opt in self._optimizers:
-            opt.zero_grad(set_to_none=True)
-
     def update(self, batch: TaacBatch, num_sequences: int = 0) -> Dict[str, float]:  # type: ignore[override]
         """One gradient update: one backward of ``critic + actor + temperature`` losses, three Adam steps, the
         target critics' Polyak update every ``target_update_period`` updates."""
         hp = self.hyperparameters
         with self.matmul_kernels.scope():
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
-            for opt in self._optimizers:
-                ModelUtils.update_learning_rate(opt, lr)
-            self._zero_grad()
-            _, out = self.loss_step.forward_backward(self._zero_grad, batch, ready=self.matmul_kernels.decided)
-            for opt in self._optimizers:
-                opt.step()
+            _, out = self.loss_step.gradient_step(self._optimizers, lr, batch, ready=self.matmul_kernels.decided)
 
             self.num_updates += 1
             self._sync_target_normalization()

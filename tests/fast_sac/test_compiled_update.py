@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from helpers import filled_trainer, make_trainer
+from tests.compiled_helpers import compare_compiled_with_eager, exact_compile, fields_named, nonzero
 from tests.builders import behavior_spec
 from mlagents_plugins import compiled_step
 from mlagents_plugins.compiled_step import CompiledStep
@@ -15,56 +16,23 @@ def _filled_trainer(tmp_path, **spec_kw):
     return filled_trainer(tmp_path, actor_min_q=True, rng_seed=3, **spec_kw)
 
 
-def _nonzero(grads):
-    return [g is not None and bool(torch.any(g != 0)) for g in grads]
-
-
 def test_compiled_losses_and_gradients_match_eager_and_actor_loss_reaches_only_the_actor(tmp_path, monkeypatch):
     """Hybrid actions with masks and the twin-min actor objective: every code path of ``compute_losses``."""
-    import torch._inductor.config as inductor_config
-
-    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
-    # Inductor draws random numbers from its own generator; with fallback_random it uses ATen's, so the same
-    # seed gives the eager draws and the comparison is exact up to rounding.  The test differentiates the
-    # compiled graph several times (retain_graph=True), which a backward compiled with donated buffers refuses;
-    # whether one is donated depends on what earlier tests left in dynamo's cache.  The configs' own patch()
-    # restores both afterwards (monkeypatch.setattr on a torch config module left fallback_random unreadable,
-    # which broke every later compile in the same process).
-    with inductor_config.patch(fallback_random=True), torch._functorch.config.patch(donated_buffer=False):
-        _compare_compiled_with_eager(tmp_path)
-
-
-def _compare_compiled_with_eager(tmp_path):
-    torch._dynamo.reset()
-    trainer = _filled_trainer(tmp_path, cont=2, branches=(3, 2))
-    opt = trainer.optimizer
-    batch = trainer.sample_batch()
-    actor = [p for p in opt.policy.actor.parameters() if p.requires_grad]
-    critic = opt._q_params
-    params = actor + critic + list(opt.temperatures.parameters())
-
-    step = CompiledStep(opt._total_loss, True, "test")
-    results = []
-    for fn in (opt._total_loss, step):
-        torch.manual_seed(21)
-        total, out = fn(batch)
-        results.append((total, out, torch.autograd.grad(total, params, retain_graph=True, allow_unused=True)))
-    assert step.mode == "compiled", step.error
-    (te, oe, ge), (tc, oc, gc) = results
-    torch.testing.assert_close(tc, te, rtol=1e-4, atol=1e-5)
-    for name in ("q1_loss", "q2_loss", "policy_loss", "temperature_loss", "td_abs", "q_mean", "entropy"):
-        torch.testing.assert_close(getattr(oc, name), getattr(oe, name), rtol=1e-4, atol=1e-5, msg=name)
-    for x, y in zip(gc, ge):
-        assert (x is None) == (y is None)
-        if x is not None:
-            torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-5)
+    with exact_compile(monkeypatch):
+        trainer = _filled_trainer(tmp_path, cont=2, branches=(3, 2))
+        opt = trainer.optimizer
+        actor = [p for p in opt.policy.actor.parameters() if p.requires_grad]
+        critic = opt._q_params
+        params = actor + critic + list(opt.temperatures.parameters())
+        _, out = compare_compiled_with_eager(opt._total_loss, params, trainer.sample_batch(), fields_named(
+            ("q1_loss", "q2_loss", "policy_loss", "temperature_loss", "td_abs", "q_mean", "entropy")))
     # Gradient routing through the compiled graph: Q values at the actor's actions use detached critic weights.
-    pi_actor = torch.autograd.grad(oc.policy_loss, actor, retain_graph=True, allow_unused=True)
-    pi_critic = torch.autograd.grad(oc.policy_loss, critic, retain_graph=True, allow_unused=True)
-    q_actor = torch.autograd.grad(oc.q1_loss + oc.q2_loss, actor, retain_graph=True, allow_unused=True)
-    assert any(_nonzero(pi_actor))
-    assert not any(_nonzero(pi_critic))
-    assert not any(_nonzero(q_actor))
+    pi_actor = torch.autograd.grad(out.policy_loss, actor, retain_graph=True, allow_unused=True)
+    pi_critic = torch.autograd.grad(out.policy_loss, critic, retain_graph=True, allow_unused=True)
+    q_actor = torch.autograd.grad(out.q1_loss + out.q2_loss, actor, retain_graph=True, allow_unused=True)
+    assert any(nonzero(pi_actor))
+    assert not any(nonzero(pi_critic))
+    assert not any(nonzero(q_actor))
 
 
 def test_failed_compile_warns_once_and_continues_eagerly(monkeypatch, caplog):
@@ -172,3 +140,27 @@ def test_forward_backward_runs_eagerly_until_ready(monkeypatch):
     step.forward_backward(lambda: None, w, ready=True)
     assert len(compiled_calls) == 1
     torch.testing.assert_close(w.grad, torch.tensor([12.0, 3.0]))
+
+
+def test_gradient_step_sets_lr_clears_stale_grads_and_steps_every_optimizer_after_before_step(monkeypatch):
+    """The cadence every trainer's update goes through: lr on every group, old gradients gone, one backward,
+    ``before_step`` between backward and step, then each optimizer's step (values by hand, plain SGD)."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "0")
+    a = torch.tensor([1.0, -2.0], requires_grad=True)
+    b = torch.tensor([3.0], requires_grad=True)
+    opt_a, opt_b = torch.optim.SGD([a], lr=5.0), torch.optim.SGD([b], lr=7.0)
+    a.grad, b.grad = torch.tensor([100.0, 100.0]), torch.tensor([-100.0])  # stale: must not reach the step
+    seen = []
+
+    def before_step():
+        seen.append((a.grad.clone(), b.grad.clone()))
+        b.grad.mul_(0.5)  # e.g. clipping
+
+    step = CompiledStep(lambda x: ((a * x).sum() + 2.0 * b.sum() ** 2, "out"), False, "demo")
+    total, out = step.gradient_step([opt_a, opt_b], 0.1, torch.tensor([4.0, -1.0]), before_step=before_step)
+    assert out == "out" and float(total.detach()) == 6.0 + 18.0  # a.x + 2 b^2
+    torch.testing.assert_close(seen[0][0], torch.tensor([4.0, -1.0]))  # d/da = x
+    torch.testing.assert_close(seen[0][1], torch.tensor([12.0]))  # d/db = 4 b
+    assert opt_a.param_groups[0]["lr"] == 0.1 and opt_b.param_groups[0]["lr"] == 0.1
+    torch.testing.assert_close(a.detach(), torch.tensor([1.0 - 0.4, -2.0 + 0.1]))
+    torch.testing.assert_close(b.detach(), torch.tensor([3.0 - 0.1 * 6.0]))
