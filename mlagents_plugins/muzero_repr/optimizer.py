@@ -130,6 +130,8 @@ class MuZeroReprOptimizer(TorchOptimizer):
         self.q_net.to(self.device)
         fuse_swish_(self.q_net)
         self.target_q = self.q_net.make_target()
+        # Built once for the Polyak update (load_state_dict copies in place, so these stay the live tensors).
+        self._q_params, self._q_target_params = list(self.q_net.parameters()), list(self.target_q.parameters())
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
         groups = [
             {"params": self.actor.head_parameters()},
@@ -309,7 +311,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         with self.rl_matmul.scope():
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
             _, out = self.rl_step.gradient_step([self.rl_opt], lr, batch, ready=self.rl_matmul.decided)
-            polyak_update_(list(self.q_net.parameters()), list(self.target_q.parameters()), self.hp.tau)
+            polyak_update_(self._q_params, self._q_target_params, self.hp.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
         stats[STAT_LR] = lr
         return stats
