@@ -1,0 +1,140 @@
+"""Every trainer through ``mlagents-learn --torch-device cuda`` with ``threaded: true``, then ``--resume``.
+
+Why: ML-Agents applies ``--torch-device`` with ``torch.set_default_device``, which is thread-local, and with
+``threaded: true`` each trainer advances in its own thread; a tensor made without a device there, a CPU-only
+kernel switch, a compiled graph or an ONNX export that assumes CPU breaks only on a GPU.  Each case runs a
+shipped config (the one users start from) with ``threaded: true`` and short step counts through a stand-in
+build, then checks:
+
+* the run ends cleanly and writes its ONNX file, which onnxruntime runs to finite actions;
+* the saved networks' tensors are on the GPU (the checkpoint keeps each tensor's device), so the run did not
+  quietly fall back to the CPU;
+* ``--resume`` loads that checkpoint (and the replay buffer where the config saves one) and trains on.
+
+Skipped where torch sees no CUDA device (CI, these CPU machines).  ``MLAGENTS_PLUGINS_TEST_DEVICE=cpu`` runs the
+same checks on the CPU, to check the test itself without a GPU.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from mlagents_plugins.testing.ports import free_base_port
+
+DEVICE = os.environ.get("MLAGENTS_PLUGINS_TEST_DEVICE", "cuda")
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(DEVICE == "cuda" and not torch.cuda.is_available(), reason="torch sees no CUDA device"),
+]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MLAGENTS_LEARN = os.path.join(os.path.dirname(sys.executable), "mlagents-learn")
+FIRST_STEPS = 1500
+RESUMED_STEPS = 2500
+
+# (config in configs/, behavior): every trainer, every action kind it supports, vector and pixel observations.
+CASES = [
+    ("fast_sac_balance.yaml", "Balance"),
+    ("fast_sac_hybrid.yaml", "Hybrid"),
+    ("fast_sac_camera.yaml", "Camera"),
+    ("taac_balance.yaml", "Balance"),
+    ("impala_balance.yaml", "Balance"),
+    ("impala_branches.yaml", "Branches"),
+    ("muzero_repr_balance.yaml", "Balance"),
+    ("muzero_repr_camera.yaml", "Camera"),
+]
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    from mlagents_plugins.envs.standin import write_builds
+
+    d = tmp_path_factory.mktemp("builds")
+    write_builds(str(d))
+    return str(d)
+
+
+def _short_config(config_name: str, behavior: str, max_steps: int, path) -> str:
+    """The shipped config with ``threaded: true`` and step counts sized for a check, nothing else changed."""
+    with open(os.path.join(REPO, "configs", config_name)) as f:
+        cfg = yaml.safe_load(f)
+    b = cfg["behaviors"][behavior]
+    b.update(threaded=True, max_steps=max_steps, summary_freq=500, checkpoint_interval=1000, keep_checkpoints=5)
+    hp = b["hyperparameters"]
+    if "buffer_init_steps" in hp:
+        hp["buffer_init_steps"] = min(hp["buffer_init_steps"], 300)
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return str(path)
+
+
+def _learn(config: str, behavior: str, builds: str, results: str, *extra: str) -> str:
+    argv = [MLAGENTS_LEARN, config, f"--env={os.path.join(builds, behavior)}", "--run-id=dev", f"--results-dir={results}",
+            "--no-graphics", "--num-areas=2", f"--base-port={free_base_port()}", f"--torch-device={DEVICE}",
+            "--timeout-wait=60", *extra]
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    assert "Traceback" not in out, out[-6000:]
+    return out
+
+
+def _tensor_devices(obj, prefix=""):
+    """(path, device type) of every tensor in a nested checkpoint."""
+    if isinstance(obj, torch.Tensor):
+        yield prefix, obj.device.type
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _tensor_devices(v, f"{prefix}/{k}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _tensor_devices(v, f"{prefix}/{i}")
+
+
+def _check_onnx(path: str) -> None:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feed = {}
+    for inp in sess.get_inputs():
+        shape = [1 if not isinstance(d, int) else d for d in inp.shape]
+        feed[inp.name] = np.ones(shape, np.float32) if "mask" in inp.name else rng.normal(size=shape).astype(np.float32)
+    outs = sess.run(None, feed)
+    assert outs and all(np.all(np.isfinite(np.asarray(o, np.float64))) for o in outs)
+
+
+@pytest.mark.parametrize("config_name,behavior", CASES, ids=[c[0].removesuffix(".yaml") for c in CASES])
+def test_threaded_run_on_device_then_resume(tmp_path, builds, config_name, behavior):
+    pytest.importorskip("onnxruntime")
+    results = str(tmp_path / "results")
+    first = _short_config(config_name, behavior, FIRST_STEPS, tmp_path / "first.yaml")
+    _learn(first, behavior, builds, results)
+    run = os.path.join(results, "dev")
+    onnx_path = os.path.join(run, f"{behavior}.onnx")
+    assert os.path.isfile(onnx_path)
+    _check_onnx(onnx_path)
+
+    checkpoint = torch.load(os.path.join(run, behavior, "checkpoint.pt"), map_location=None, weights_only=False)
+    devices = dict(_tensor_devices(checkpoint))
+    # Adam's step counter stays a CPU scalar unless the optimizer is fused or capturable: not a network tensor.
+    network_devices = {path: d for path, d in devices.items()
+                       if (path.startswith("/Policy/") or "Optimizer" in path) and not path.endswith("/step")}
+    assert network_devices, sorted(devices)[:20]
+    off_device = sorted(path for path, d in network_devices.items() if d != DEVICE)
+    assert not off_device, f"saved off {DEVICE}: {off_device[:10]}"
+
+    saves_replay = os.path.isfile(os.path.join(run, behavior, "replay_buffer.mlreplay"))
+    resumed = _short_config(config_name, behavior, RESUMED_STEPS, tmp_path / "resumed.yaml")
+    out = _learn(resumed, behavior, builds, results, "--resume")
+    assert "Resuming from" in out or "Resuming training from step" in out, out[-3000:]
+    if saves_replay:
+        assert "Loaded replay buffer" in out, out[-3000:]
+    status = yaml.safe_load(open(os.path.join(run, "run_logs", "training_status.json")))
+    assert max(c["steps"] for c in status[behavior]["checkpoints"]) >= RESUMED_STEPS
+    _check_onnx(onnx_path)
