@@ -31,13 +31,17 @@ def _in_thread(fn):
 
 
 def test_bind_moves_only_the_calling_thread(monkeypatch):
+    # On a CUDA machine mlagents.torch_utils has already moved the main thread's default to the GPU: compare
+    # with what it is, not with "cpu".
+    calling_thread_device = torch.zeros(1).device.type
     monkeypatch.setattr(torch_device, "default_device", lambda: torch.device("meta"))
     seen = _in_thread(torch_device.bind_thread_to_default_device)
     assert seen == {"before": "cpu", "after": "meta"}
-    assert torch.zeros(1).device.type == "cpu"  # the calling thread is untouched
+    assert torch.zeros(1).device.type == calling_thread_device  # the calling thread is untouched
 
 
-def test_bind_is_a_no_op_on_cpu():
+def test_bind_is_a_no_op_on_cpu(monkeypatch):
+    monkeypatch.setattr(torch_device, "default_device", lambda: torch.device("cpu"))
     assert _in_thread(torch_device.bind_thread_to_default_device) == {"before": "cpu", "after": "cpu"}
 
 

@@ -51,12 +51,16 @@ def augment(obs: List[torch.Tensor], pad: int, torch_rng: torch.Generator) -> Li
 
 def random_actions(action_spec: ActionSpec, b: int, k: int, torch_rng: torch.Generator,
                    device: torch.device) -> torch.Tensor:
-    """``[b, k, A]`` encoded uniform actions: continuous in [-1, 1], then each branch one-hot."""
+    """``[b, k, A]`` encoded uniform actions: continuous in [-1, 1], then each branch one-hot.
+
+    Drawn on ``torch_rng``'s device (the trainer thread's default device may be the GPU), then moved to ``device``.
+    """
     parts = []
+    rng_device = torch_rng.device
     if action_spec.continuous_size > 0:
-        parts.append(torch.rand(b, k, action_spec.continuous_size, generator=torch_rng) * 2 - 1)
+        parts.append(torch.rand(b, k, action_spec.continuous_size, generator=torch_rng, device=rng_device) * 2 - 1)
     for n in action_spec.discrete_branches:
-        idx = torch.randint(0, n, (b, k), generator=torch_rng)
+        idx = torch.randint(0, n, (b, k), generator=torch_rng, device=rng_device)
         parts.append(nn.functional.one_hot(idx, n).float())
     return torch.cat(parts, dim=-1).to(device)
 

@@ -172,10 +172,13 @@ def random_shift(obs: torch.Tensor, pad: int, generator: Optional[torch.Generato
         return obs
     b, c, h, w = obs.shape
     padded = nn.functional.pad(obs, (pad, pad, pad, pad), mode="replicate")
-    dx = torch.randint(0, 2 * pad + 1, (b,), generator=generator)
-    dy = torch.randint(0, 2 * pad + 1, (b,), generator=generator)
-    rows = (dy.view(b, 1) + torch.arange(h).view(1, h)).to(obs.device)  # [B, H]
-    cols = (dx.view(b, 1) + torch.arange(w).view(1, w)).to(obs.device)  # [B, W]
+    # Offsets are drawn on the generator's device (a CPU generator under --torch-device cuda, where the trainer
+    # thread's default device is the GPU), then moved to the observations'.
+    rng_device = generator.device if generator is not None else obs.device
+    dx = torch.randint(0, 2 * pad + 1, (b,), generator=generator, device=rng_device).to(obs.device)
+    dy = torch.randint(0, 2 * pad + 1, (b,), generator=generator, device=rng_device).to(obs.device)
+    rows = dy.view(b, 1) + torch.arange(h, device=obs.device).view(1, h)  # [B, H]
+    cols = dx.view(b, 1) + torch.arange(w, device=obs.device).view(1, w)  # [B, W]
     bi = torch.arange(b, device=obs.device).view(b, 1, 1)
     # Advanced indexing over (batch, row, col) keeps channels: result [B, H, W, C] -> back to [B, C, H, W].
     out = padded.permute(0, 2, 3, 1)[bi, rows.view(b, h, 1), cols.view(b, 1, w)]

@@ -83,3 +83,23 @@ def test_random_shift_shifts_within_pad():
     assert torch.equal(random_shift(obs, 0), obs)
     with pytest.raises(ValueError, match="B, C, H, W"):
         random_shift(torch.zeros(2, 5), 2)
+
+
+def test_random_draws_follow_the_generator_not_the_threads_default_device():
+    """Under ``--torch-device cuda`` the trainer thread's default device is the GPU while the run's generator is a
+    CPU one; each draw must use the generator's device (found on a GPU: "Expected a 'cuda' device type for
+    generator but found 'cpu'").  The "meta" default device stands in for the GPU here: the draws must give the
+    same values as under the CPU default."""
+    from mlagents_envs.base_env import ActionSpec
+
+    from mlagents_plugins.muzero_repr.batch import random_actions
+
+    obs = torch.arange(3 * 2 * 4 * 6, dtype=torch.float32).reshape(3, 2, 4, 6)
+    spec = ActionSpec(2, (3, 2))
+    expected_shift = random_shift(obs, 2, generator=torch.Generator().manual_seed(5))
+    expected_actions = random_actions(spec, 4, 3, torch.Generator().manual_seed(5), torch.device("cpu"))
+    with torch.device("meta"):
+        shifted = random_shift(obs, 2, generator=torch.Generator(device="cpu").manual_seed(5))
+        actions = random_actions(spec, 4, 3, torch.Generator(device="cpu").manual_seed(5), torch.device("cpu"))
+    assert shifted.device.type == "cpu" and torch.equal(shifted, expected_shift)
+    assert actions.shape == (4, 3, 2 + 3 + 2) and torch.equal(actions, expected_actions)
