@@ -95,6 +95,14 @@ PATCHES: Tuple[HostPatch, ...] = (
         opt_out="MLAGENTS_PLUGINS_STATUS_JSON_ORIGINAL",
     ),
     HostPatch(
+        name="trainer_thread_crash",
+        target="mlagents.trainers.trainer_controller.TrainerController.start_learning",
+        why="an exception in a threaded: true trainer ends only its thread and the run hangs on the full trajectory "
+        "queue, holding ports, builds and GPU; the replacement stops the run as on Ctrl+C and exits with the error",
+        installer="mlagents_plugins.trainer_thread_crash:install_trainer_thread_crash",
+        opt_out="MLAGENTS_PLUGINS_THREAD_CRASH_HANGS",
+    ),
+    HostPatch(
         name="protobuf_descriptors",
         target="mlagents_envs.communicator_objects.*_pb2",
         why="the shipped modules build descriptors the way protobuf >= 4 refuses; on protobuf 4.21-6.x they are "

@@ -10,11 +10,12 @@ export PYTHONUNBUFFERED=1
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c 'import torch, numpy, sys; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(), "numpy", numpy.__version__)'
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --ignore-requires-python .whl/*.whl || exit 1
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir . || exit 1
   site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   ls "$site"/mlagents_plugins_boot.pth
   python3 -c 'import google.protobuf, mlagents.trainers, mlagents_plugins; print("protobuf", google.protobuf.__version__)'
 } 2>&1 | tee "$out/setup.log"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "device check: set-up failed" >&2; exit 1; }
 python3 -m pytest -q -p xdist -n "${JOBS:-8}" tests/test_cuda.py tests/test_torch_device.py --durations=0 -rA \
   --junitxml="$out/junit.xml" "$@" 2>&1 | tee "$out/pytest.log"
