@@ -11,7 +11,8 @@ built-in ``sac`` gets the fields its settings share with fast_sac.  ``--config s
 ``configs/fast_sac_<scene>.yaml`` instead (the same sharing rule).  ``--set key=value`` (YAML value) overrides
 a hyperparameter of our trainers (fast_sac, muzero_repr), never built-in sac's, so one difference from
 built-in sac can be switched at a time; ``--set-all key=value`` overrides it for every trainer, built-in sac
-included where its settings have the field (e.g. ``--set-all init_entcoef=1.0``).  ``--config minimal`` is the
+included where its settings have the field (e.g. ``--set-all init_entcoef=1.0``); ``--network key=value`` sets a
+``network_settings`` field for every trainer (``vis_encode_type=resnet`` on ``camera_gray18``).  ``--config minimal`` is the
 defaults benchmark's drop-in config (bench/plan.py ``minimal_config``: only lr, batch, buffer, buffer_init_steps,
 steps_per_update, 2x128; everything else at each trainer's default).  For muzero_repr as issue #15 ran it (its defaults but for the shared
 fields) add ``--set init_entcoef=1.0``.  One run at a time, one torch thread (the machine is shared).  Runs of
@@ -51,6 +52,13 @@ def minimal_holding_config(trainer: str, overrides: Dict[str, object]) -> dict:
     cfg = minimal_config(trainer)
     cfg["hyperparameters"] = _trainer_hyper(trainer, cfg["hyperparameters"], overrides)
     cfg.update(RUN_FIELDS)
+    return cfg
+
+
+def apply_network(cfg: dict, network: Dict[str, object]) -> dict:
+    """``--network``: ``network_settings`` fields for every trainer, built-in sac included (one settings class
+    for all), e.g. ``vis_encode_type=resnet`` for images under the default encoder's 20x20 minimum."""
+    cfg["network_settings"] = {**cfg["network_settings"], **network}
     return cfg
 
 
@@ -164,6 +172,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     p.add_argument("--set", nargs="*", default=[], help="fast_sac hyperparameter overrides key=value (YAML)")
     p.add_argument("--set-all", nargs="*", default=[],
                    help="overrides key=value for every trainer (built-in sac: the fields it shares)")
+    p.add_argument("--network", nargs="*", default=[],
+                   help="network_settings key=value for every trainer, built-in sac included (e.g. vis_encode_type=resnet)")
     p.add_argument("--stats", nargs="*", default=[], help="summary keys to print at the end of each run")
     p.add_argument("--json", default=None, help="append the records to this JSON-lines file")
     args = p.parse_args(argv)
@@ -178,8 +188,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     StatsReporter.add_writer(type("ProgressWriter", (_Progress, StatsWriter), {})(args.stats))
     from mlagents_plugins.envs.scenes import scene_class
 
-    overrides, overrides_all = {}, {}
-    for target, pairs in ((overrides, args.set), (overrides_all, args.set_all)):
+    overrides, overrides_all, network = {}, {}, {}
+    for target, pairs in ((overrides, args.set), (overrides_all, args.set_all), (network, args.network)):
         for kv in pairs:
             key, _, value = kv.partition("=")
             target[key] = yaml.safe_load(value)
@@ -192,7 +202,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 cfg = minimal_holding_config(trainer, overrides)
             else:
                 cfg = shipped_config(trainer, args.scene, overrides)
-            cfg = apply_to_all(cfg, trainer, overrides_all)
+            cfg = apply_network(apply_to_all(cfg, trainer, overrides_all), network)
             with tempfile.TemporaryDirectory() as tmp:
                 t0 = time.time()
                 res = train_in_process(
@@ -201,7 +211,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             summ = holding_summary(res.reward_curve, threshold)
             rec = dict(
                 scene=args.scene, config=args.config, trainer=trainer, seed=seed, steps=args.steps, overrides=overrides if trainer != "sac" else {},
-                overrides_all=overrides_all,
+                overrides_all=overrides_all, network=network,
                 wall_s=round(time.time() - t0, 1), curve=res.reward_curve, **summ,
                 stats={k: res.stats.get(k, []) for k in args.stats},
             )

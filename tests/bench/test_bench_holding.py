@@ -6,6 +6,7 @@ import pytest
 from bench_fixtures import REPO  # noqa: F401  (puts the repo root on sys.path)
 from bench.holding import (
     SHARED_WITH_SAC,
+    apply_network,
     apply_to_all,
     holding_summary,
     issue_config,
@@ -93,3 +94,11 @@ def test_minimal_config_is_the_defaults_benchmark_one_and_set_all_reaches_builti
     sac = apply_to_all(sac, "sac", both)
     assert fast["hyperparameters"]["init_entcoef"] == 0.5 and fast["hyperparameters"]["entropy_reward"] is False
     assert sac["hyperparameters"]["init_entcoef"] == 0.5 and "entropy_reward" not in sac["hyperparameters"]
+
+
+def test_network_reaches_every_trainer_and_keeps_the_other_fields():
+    for trainer in ("fast_sac", "sac"):
+        before = minimal_holding_config(trainer, {})["network_settings"]
+        cfg = apply_network(minimal_holding_config(trainer, {}), {"vis_encode_type": "resnet"})
+        assert cfg["network_settings"] == {**before, "vis_encode_type": "resnet"}
+        assert before.get("vis_encode_type") != "resnet"
