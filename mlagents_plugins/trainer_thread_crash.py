@@ -10,11 +10,19 @@ and mlagents-learn exits with status 1.
 
 The replacement of ``start_learning`` gives the threaded case that behaviour.  It runs ML-Agents' own method with
 each trainer thread's target wrapped (the threads are created inside it, from ``self.trainer_update_func``): the
-wrapper logs the trainer's exception, records it and interrupts the main thread with SIGINT, which ML-Agents
-handles as Ctrl+C (trainer threads joined, models saved).  Then the recorded exception is raised as
-``TrainerThreadError``, so mlagents-learn exits with status 1 and both tracebacks.  An exception raised while the
-run is already stopping (``kill_trainers`` set) is recorded and raised the same way, without the interrupt.
-``MLAGENTS_PLUGINS_THREAD_CRASH_HANGS=1`` keeps ML-Agents' method (``patches`` lists it).
+wrapper logs the trainer's exception, records it and interrupts the main thread, which then raises
+``KeyboardInterrupt`` where it is, and ML-Agents handles that as Ctrl+C (trainer threads joined, models saved).
+Then the recorded exception is raised as ``TrainerThreadError``, so mlagents-learn exits with status 1 and both
+tracebacks.  An exception raised while the run is already stopping (``kill_trainers`` set) is recorded and raised
+the same way, without the interrupt.  ``MLAGENTS_PLUGINS_THREAD_CRASH_HANGS=1`` keeps ML-Agents' method
+(``patches`` lists it).
+
+The interrupt is a real signal sent to the main thread (``pthread_kill``), so that it also ends a blocking wait
+there (the full queue's ``put``), with a handler of our own installed for the run: SIGINT's handler cannot be
+relied on, since a process started in the background of a non-interactive shell inherits SIGINT ignored and Python
+then installs none (seen: the run still hung).  The signal is SIGUSR1, unless the program handles it itself;
+where no handler can be installed (not the main thread, no SIGUSR1 on Windows) ``_thread.interrupt_main`` is the
+fallback, which works only where SIGINT is handled and does not end a blocking wait.
 """
 import _thread
 import logging
@@ -37,11 +45,34 @@ class TrainerThreadError(UnityTrainerException):
     """A trainer running on its own thread (``threaded: true``) raised; the run was stopped because of it."""
 
 
-def interrupt_main_thread() -> None:
-    """Deliver SIGINT to the main thread: a real signal also ends a blocking wait there (a full queue's ``put``),
-    which ``_thread.interrupt_main`` alone would not (it only flags the signal)."""
-    if hasattr(signal, "pthread_kill"):
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+INTERRUPT_SIGNAL = getattr(signal, "SIGUSR1", None)
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"a trainer thread raised (signal {signum})")
+
+
+#: what ``install_interrupt_handler`` returns where it installed nothing
+NOT_INSTALLED = object()
+
+
+def install_interrupt_handler():
+    """Install the handler that turns ``INTERRUPT_SIGNAL`` into ``KeyboardInterrupt``; returns the previous
+    disposition to restore, or ``NOT_INSTALLED`` (no such signal, not the main thread, or the program handles the
+    signal itself)."""
+    if INTERRUPT_SIGNAL is None or threading.current_thread() is not threading.main_thread():
+        return NOT_INSTALLED
+    previous = signal.getsignal(INTERRUPT_SIGNAL)
+    if previous not in (signal.SIG_DFL, signal.SIG_IGN):
+        return NOT_INSTALLED
+    signal.signal(INTERRUPT_SIGNAL, _raise_keyboard_interrupt)
+    return previous
+
+
+def interrupt_main_thread(handler_installed: bool) -> None:
+    """Make the main thread raise ``KeyboardInterrupt``, also out of a blocking wait (see the module's docstring)."""
+    if handler_installed:
+        signal.pthread_kill(threading.main_thread().ident, INTERRUPT_SIGNAL)
     else:
         _thread.interrupt_main()
 
@@ -60,13 +91,16 @@ def start_learning_stopping_on_thread_errors(self, env_manager) -> None:
             logger.error("The trainer of %s (threaded: true) raised %s; stopping the run.", name,
                          type(err).__name__, exc_info=err)
             if not self.kill_trainers:
-                interrupt_main_thread()
+                interrupt_main_thread(previous_handler is not NOT_INSTALLED)
 
+    previous_handler = install_interrupt_handler()
     self.trainer_update_func = trainer_update_func  # read by the threads start_learning creates
     try:
         ORIGINAL(self, env_manager)
     finally:
         del self.trainer_update_func
+        if previous_handler is not NOT_INSTALLED:
+            signal.signal(INTERRUPT_SIGNAL, previous_handler)
     if errors:
         name, err = errors[0]
         raise TrainerThreadError(

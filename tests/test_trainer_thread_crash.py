@@ -1,7 +1,9 @@
 """A ``threaded: true`` trainer that raises ends mlagents-learn with the error (status 1, models saved), and
 ``--resume`` continues from there; ML-Agents alone hangs on the dead trainer's full trajectory queue."""
 import os
+import signal
 import subprocess
+import threading
 import sys
 
 import pytest
@@ -53,7 +55,10 @@ def _learn(tmp_path, builds, config, *extra, timeout=180):
             f"--results-dir={tmp_path / 'results'}", "--no-graphics", f"--base-port={free_base_port()}",
             "--torch-device=cpu", "--timeout-wait=60", *extra]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+    # SIGINT ignored, as in a process started in the background of a non-interactive shell (CI): the interrupt
+    # must not rely on SIGINT's handler (it did once, and the run hung there).
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -73,3 +78,21 @@ def test_a_crashing_trainer_thread_ends_the_run_and_resume_continues(tmp_path):
     returncode, out = _learn(tmp_path, builds, _config(tmp_path / "b.yaml", 600), "--resume")
     assert returncode == 0, out[-4000:]
     assert "Loaded replay buffer" in out, out[-4000:]
+
+
+def test_the_interrupt_handler_is_installed_only_on_the_main_thread_and_restored():
+    from mlagents_plugins import trainer_thread_crash as ttc
+
+    sig = ttc.INTERRUPT_SIGNAL
+    before = signal.getsignal(sig)
+    previous = ttc.install_interrupt_handler()
+    try:
+        assert previous is before and signal.getsignal(sig) is ttc._raise_keyboard_interrupt
+        assert ttc.install_interrupt_handler() is ttc.NOT_INSTALLED  # ours (a handler of the program's) is kept
+    finally:
+        signal.signal(sig, previous)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(ttc.install_interrupt_handler()))
+    worker.start()
+    worker.join()
+    assert seen == [ttc.NOT_INSTALLED] and signal.getsignal(sig) is before
