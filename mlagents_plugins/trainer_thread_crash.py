@@ -80,6 +80,7 @@ def interrupt_main_thread(handler_installed: bool) -> None:
 def start_learning_stopping_on_thread_errors(self, env_manager) -> None:
     """``TrainerController.start_learning`` of ML-Agents 1.1.0, ended by an exception in a trainer thread."""
     errors: List[Tuple[str, BaseException]] = []
+    learning = [True]  # cleared before the handler is restored: a thread that fails later signals nothing
     advance_trainer = self.trainer_update_func
 
     def trainer_update_func(trainer) -> None:
@@ -90,7 +91,7 @@ def start_learning_stopping_on_thread_errors(self, env_manager) -> None:
             errors.append((name, err))
             logger.error("The trainer of %s (threaded: true) raised %s; stopping the run.", name,
                          type(err).__name__, exc_info=err)
-            if not self.kill_trainers:
+            if learning[0] and not self.kill_trainers:
                 interrupt_main_thread(previous_handler is not NOT_INSTALLED)
 
     previous_handler = install_interrupt_handler()
@@ -98,6 +99,7 @@ def start_learning_stopping_on_thread_errors(self, env_manager) -> None:
     try:
         ORIGINAL(self, env_manager)
     finally:
+        learning[0] = False
         del self.trainer_update_func
         if previous_handler is not NOT_INSTALLED:
             signal.signal(INTERRUPT_SIGNAL, previous_handler)
