@@ -6,7 +6,8 @@ kernel switch, a compiled graph or an ONNX export that assumes CPU breaks only o
 shipped config (the one users start from) with ``threaded: true`` and short step counts through a stand-in
 build, then checks:
 
-* the run ends cleanly and writes its ONNX file, which onnxruntime runs to finite actions;
+* the run ends cleanly, without falling back from a compiled update to eager, and writes its ONNX file, which
+  onnxruntime runs to finite actions;
 * the saved networks' tensors are on the GPU (the checkpoint keeps each tensor's device), so the run did not
   quietly fall back to the CPU;
 * ``--resume`` loads that checkpoint (and the replay buffer where the config saves one) and trains on.
@@ -81,6 +82,7 @@ def _learn(config: str, behavior: str, builds: str, results: str, *extra: str) -
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert "Traceback" not in out, out[-6000:]
+    assert "torch.compile failed" not in out, out[-6000:]  # CompiledStep's fallback to eager (compiled_step.py)
     return out
 
 
