@@ -43,3 +43,13 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory):
+    """Stand-in "Unity builds" (launchers ``<Behavior>.x86_64``) of every scene, written once per test session."""
+    from mlagents_plugins.envs.standin import write_builds
+
+    directory = tmp_path_factory.mktemp("builds")
+    write_builds(str(directory))
+    return str(directory)

@@ -51,15 +51,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def builds(tmp_path_factory):
-    from mlagents_plugins.envs.standin import write_builds
-
-    d = tmp_path_factory.mktemp("builds")
-    write_builds(str(d))
-    return str(d)
-
-
 def _short_config(config_name: str, behavior: str, max_steps: int, path) -> str:
     """The shipped config with ``threaded: true`` and step counts sized for a check, nothing else changed."""
     with open(os.path.join(REPO, "configs", config_name)) as f:

@@ -3,8 +3,8 @@
 import os
 import signal
 import subprocess
-import threading
 import sys
+import threading
 
 import pytest
 import yaml
@@ -62,11 +62,7 @@ def _learn(tmp_path, builds, config, *extra, timeout=180):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def test_a_crashing_trainer_thread_ends_the_run_and_resume_continues(tmp_path):
-    from mlagents_plugins.envs.standin import write_builds
-
-    builds = str(tmp_path / "builds")
-    write_builds(builds)
+def test_a_crashing_trainer_thread_ends_the_run_and_resume_continues(tmp_path, builds):
     # Without the patch this run never ends (subprocess.run's timeout would fail the test).
     returncode, out = _learn(tmp_path, builds, _config(tmp_path / "a.yaml", 3000), "--inject-fault")
     assert returncode == 1, out[-4000:]

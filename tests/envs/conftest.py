@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from mlagents_plugins.envs.standin import write_builds
 from mlagents_plugins.testing.ports import free_base_port, port_is_free  # noqa: F401  (used by the stand-in tests)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,13 +19,6 @@ def wait_for_editor_port(seconds: float = 15.0) -> None:
         if time.time() > deadline:
             pytest.skip(f"port {EDITOR_PORT} (the editor port) is busy with another run; skipping editor-mode test")
         time.sleep(0.5)
-
-
-@pytest.fixture(scope="session")
-def builds(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("builds")
-    write_builds(str(directory))
-    return str(directory)
 
 
 def standin_cmd(*args: str):

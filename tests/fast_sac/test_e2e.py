@@ -31,15 +31,6 @@ behaviors:
 """
 
 
-@pytest.fixture(scope="module")
-def builds(tmp_path_factory):
-    from mlagents_plugins.envs.standin import write_builds
-
-    d = tmp_path_factory.mktemp("builds")
-    write_builds(str(d))
-    return str(d)
-
-
 def _learn_command(tmp_path, builds, max_steps, *extra):
     """(argv, environment) of the mlagents-learn run the tests here make; a later ``--base-port`` in ``extra``
     overrides the random free one."""

@@ -10,7 +10,7 @@ import pytest
 from mlagents_plugins import lifetime
 from mlagents_plugins.testing.ports import free_base_port
 from mlagents_plugins.testing.sockets import is_loopback, wait_until_listening
-from test_e2e import REPO, _learn_command, _run_learn, builds  # noqa: F401  (builds is a fixture)
+from test_e2e import REPO, _learn_command
 
 pytestmark = pytest.mark.e2e
 

@@ -18,7 +18,7 @@ from mlagents.trainers.torch_entities.networks import SimpleActor
 from mlagents_plugins.envs.scenes import SCENES
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.testing.onnx_check import compare_onnx_with_torch
-from tests.envs.conftest import REPO, builds, free_base_port  # noqa: F401  (builds is a fixture)
+from tests.envs.conftest import REPO, free_base_port
 
 pytestmark = pytest.mark.e2e
 

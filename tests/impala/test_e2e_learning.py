@@ -21,7 +21,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from mlagents_plugins.envs.scenes import SCENES
 from mlagents_plugins.testing.ports import free_base_port
-from tests.envs.conftest import REPO, builds  # noqa: F401  (builds is a fixture)
+from tests.envs.conftest import REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from tests.envs.conftest import REPO, builds  # noqa: F401  (builds is a fixture)
+from tests.envs.conftest import REPO
 
 LOOPBACK = "127.0.0.1"
 LEARN = os.path.join(os.path.dirname(sys.executable), "mlagents-plugins-learn")

@@ -11,8 +11,8 @@ pytest.importorskip("ray")  # the ray extra is optional; without it these tests 
 import yaml
 
 from tests.impala.test_e2e_learning import scalars
-from tests.ray_envs.conftest import (  # noqa: F401  (builds, local_cluster are fixtures)
-    REPO, LearnProcess, build_pids, builds, learn_cmd, local_cluster, parent_pid,
+from tests.ray_envs.conftest import (  # noqa: F401  (local_cluster is a fixture)
+    REPO, LearnProcess, build_pids, learn_cmd, local_cluster, parent_pid,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -14,7 +14,7 @@ pytest.importorskip("ray")  # the ray extra is optional; without it these tests 
 from mlagents.trainers.settings import ConstantSettings, RunOptions
 
 from mlagents_plugins.envs.academy import STAT_DIFFICULTY
-from tests.ray_envs.conftest import build_pids, builds, local_cluster  # noqa: F401  (fixtures)
+from tests.ray_envs.conftest import build_pids, local_cluster  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ pytest.importorskip("ray")  # the ray extra is optional; without it these tests 
 
 from mlagents_plugins.testing.ports import free_base_port
 from tests.envs.test_e2e import CONFIG, check_onnx
-from tests.ray_envs.conftest import LEARN, LearnProcess, builds, learn_cmd  # noqa: F401
+from tests.ray_envs.conftest import LEARN, LearnProcess, learn_cmd  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 RAY = os.path.join(os.path.dirname(LEARN), "ray")

@@ -14,7 +14,7 @@ import yaml
 from mlagents_plugins.envs.scenes import SCENES
 from tests.envs.test_e2e import check_onnx
 from tests.impala.test_e2e_learning import scalars
-from tests.ray_envs.conftest import REPO, LearnProcess, builds, learn_cmd, local_cluster  # noqa: F401
+from tests.ray_envs.conftest import REPO, LearnProcess, learn_cmd, local_cluster  # noqa: F401
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REWARD = "Environment/Cumulative Reward"
