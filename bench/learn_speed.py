@@ -85,6 +85,8 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
         cmd = [learn, cfg, f"--env={os.path.join(builds, BEHAVIOR)}", "--run-id=run", f"--results-dir={out}",
                f"--base-port={free_base_port(4)}", "--num-envs=1", f"--num-areas={args.areas}", "--no-graphics",
                f"--seed={seed}", "--force"]
+        if args.torch_device:
+            cmd.append(f"--torch-device={args.torch_device}")
         start, cpu_start = time.perf_counter(), children_cpu_s()
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=out,
                               env=dict(os.environ, PYTHONUNBUFFERED="1"), timeout=1800)
@@ -124,6 +126,7 @@ def main() -> Dict[str, Any]:
     p.add_argument("--hidden", type=int, default=256, help="hidden units, 2 layers (default 256)")
     p.add_argument("--batch", type=int, default=256, help="batch size (default 256)")
     p.add_argument("--threaded", action="store_true", help="threaded: true for both trainers")
+    p.add_argument("--torch-device", default=None, help="mlagents-learn's --torch-device for every run (e.g. cuda)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args()
 
@@ -145,7 +148,8 @@ def main() -> Dict[str, Any]:
     ratios = [f["steps_per_s"] / s["steps_per_s"] for s, f in zip(runs[0::2], runs[1::2])]
     cpu_ratios = [f["steps_per_cpu_s"] / s["steps_per_cpu_s"] for s, f in zip(runs[0::2], runs[1::2])]
     per = {t: [r for r in runs if r["trainer"] == t] for t in TRAINERS}
-    result: Dict[str, Any] = {k: getattr(args, k) for k in ("steps", "skip", "areas", "hidden", "batch", "threaded")}
+    result: Dict[str, Any] = {k: getattr(args, k) for k in ("steps", "skip", "areas", "hidden", "batch", "threaded",
+                                                      "torch_device")}
     result.update(
         agents=4 * args.areas,
         sac_steps_per_s=round(statistics.median(r["steps_per_s"] for r in per["sac"]), 1),

@@ -103,6 +103,14 @@ PATCHES: Tuple[HostPatch, ...] = (
         opt_out="MLAGENTS_PLUGINS_THREAD_CRASH_HANGS",
     ),
     HostPatch(
+        name="trainer_thread_device",
+        target="mlagents.trainers.trainer_controller.TrainerController.trainer_update_func",
+        why="torch's default device is thread-local, so a threaded: true trainer thread makes its untyped tensors "
+        "on the CPU beside --torch-device cuda parameters; the replacement binds the thread to that device first",
+        installer="mlagents_plugins.torch_device:install_trainer_thread_device",
+        opt_out="MLAGENTS_PLUGINS_THREAD_DEVICE_ORIGINAL",
+    ),
+    HostPatch(
         name="protobuf_descriptors",
         target="mlagents_envs.communicator_objects.*_pb2",
         why="the shipped modules build descriptors the way protobuf >= 4 refuses; on protobuf 4.21-6.x they are "

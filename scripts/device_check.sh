@@ -2,6 +2,7 @@
 # GPU check for a lent CUDA machine (a bare image with torch, no network): installs mlagents 1.1.0 and this
 # package from wheels carried in .whl/ (see docs/gpu.md), then runs tests/test_cuda.py: every trainer through
 # mlagents-learn --torch-device cuda with threaded: true, then --resume.  Logs go to $OUT when it is set.
+# --setup-only: install and stop (for other device commands, e.g. bench/learn_speed.py --torch-device cuda).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/device-check}
@@ -17,5 +18,6 @@ export PYTHONUNBUFFERED=1
   python3 -c 'import google.protobuf, mlagents.trainers, mlagents_plugins; print("protobuf", google.protobuf.__version__)'
 } 2>&1 | tee "$out/setup.log"
 [ "${PIPESTATUS[0]}" = 0 ] || { echo "device check: set-up failed" >&2; exit 1; }
+[ "${1:-}" = "--setup-only" ] && exit 0
 python3 -m pytest -q -p xdist -n "${JOBS:-8}" tests/test_cuda.py tests/test_torch_device.py --durations=0 -rA \
   --junitxml="$out/junit.xml" "$@" 2>&1 | tee "$out/pytest.log"

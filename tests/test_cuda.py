@@ -51,11 +51,16 @@ CASES = [
 ]
 
 
-def _short_config(config_name: str, behavior: str, max_steps: int, path) -> str:
-    """The shipped config with ``threaded: true`` and step counts sized for a check, nothing else changed."""
+def _short_config(config_name: str, behavior: str, max_steps: int, path, intrinsic: bool = False) -> str:
+    """The shipped config with ``threaded: true`` and step counts sized for a check, nothing else changed
+    (``intrinsic``: curiosity and RND added beside the extrinsic reward)."""
     with open(os.path.join(REPO, "configs", config_name)) as f:
         cfg = yaml.safe_load(f)
     b = cfg["behaviors"][behavior]
+    if intrinsic:
+        small = {"hidden_units": 32, "num_layers": 1}
+        b["reward_signals"].update(curiosity={"gamma": 0.9, "strength": 0.05, "network_settings": small},
+                                   rnd={"gamma": 0.9, "strength": 0.05, "network_settings": small})
     b.update(threaded=True, max_steps=max_steps, summary_freq=500, checkpoint_interval=1000, keep_checkpoints=5)
     hp = b["hyperparameters"]
     if "buffer_init_steps" in hp:
@@ -65,12 +70,29 @@ def _short_config(config_name: str, behavior: str, max_steps: int, path) -> str:
     return str(path)
 
 
-def _learn(config: str, behavior: str, builds: str, results: str, *extra: str) -> str:
+def _builtin_config(trainer: str, behavior: str, max_steps: int, path) -> str:
+    """A plain config for ML-Agents' own ``sac``/``ppo`` (the minimal drop-in values), ``threaded: true``."""
+    hyper = {"learning_rate": 3.0e-4, "batch_size": 256, "buffer_size": 2048} if trainer == "ppo" else {
+        "learning_rate": 3.0e-4, "batch_size": 128, "buffer_size": 100000, "buffer_init_steps": 300,
+        "steps_per_update": 2}
+    behavior_cfg = {"trainer_type": trainer, "hyperparameters": hyper, "max_steps": max_steps, "time_horizon": 64,
+                    "network_settings": {"hidden_units": 128, "num_layers": 2}, "summary_freq": 500,
+                    "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}}, "threaded": True,
+                    "checkpoint_interval": 1000, "keep_checkpoints": 5}
+    with open(path, "w") as f:
+        yaml.safe_dump({"behaviors": {behavior: behavior_cfg}}, f)
+    return str(path)
+
+
+def _learn(config: str, behavior: str, builds: str, results: str, *extra: str, env=None, expect_ok=True):
     argv = [MLAGENTS_LEARN, config, f"--env={os.path.join(builds, behavior)}", "--run-id=dev", f"--results-dir={results}",
             "--no-graphics", "--num-areas=2", f"--base-port={free_base_port()}", f"--torch-device={DEVICE}",
             "--timeout-wait=60", *extra]
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env=None if env is None else {**os.environ, **env})
     out = proc.stdout + proc.stderr
+    if not expect_ok:
+        return proc.returncode, out
     assert proc.returncode == 0, out[-6000:]
     assert "Traceback" not in out, out[-6000:]
     assert "torch.compile failed" not in out, out[-6000:]  # CompiledStep's fallback to eager (compiled_step.py)
@@ -104,9 +126,39 @@ def _check_onnx(path: str) -> None:
 
 @pytest.mark.parametrize("config_name,behavior", CASES, ids=[c[0].removesuffix(".yaml") for c in CASES])
 def test_threaded_run_on_device_then_resume(tmp_path, builds, config_name, behavior):
-    pytest.importorskip("onnxruntime")
-    results = str(tmp_path / "results")
     first = _short_config(config_name, behavior, FIRST_STEPS, tmp_path / "first.yaml")
+    resumed = _short_config(config_name, behavior, RESUMED_STEPS, tmp_path / "resumed.yaml")
+    _run_then_resume(first, resumed, behavior, builds, str(tmp_path / "results"))
+
+
+@pytest.mark.parametrize("config_name", ["fast_sac_balance.yaml", "impala_balance.yaml"])
+def test_intrinsic_reward_signals_threaded_on_device_then_resume(tmp_path, builds, config_name):
+    """Curiosity and RND (ML-Agents' reward providers, trained by our trainers) in a device-bound thread."""
+    first = _short_config(config_name, "Balance", FIRST_STEPS, tmp_path / "first.yaml", intrinsic=True)
+    resumed = _short_config(config_name, "Balance", RESUMED_STEPS, tmp_path / "resumed.yaml", intrinsic=True)
+    _run_then_resume(first, resumed, "Balance", builds, str(tmp_path / "results"))
+
+
+@pytest.mark.parametrize("trainer", ["sac", "ppo"])
+def test_builtin_threaded_run_on_device_then_resume(tmp_path, builds, trainer):
+    """ML-Agents' own trainers, with the ``trainer_thread_device`` host patch (installed by our hook)."""
+    first = _builtin_config(trainer, "Balance", FIRST_STEPS, tmp_path / "first.yaml")
+    resumed = _builtin_config(trainer, "Balance", RESUMED_STEPS, tmp_path / "resumed.yaml")
+    _run_then_resume(first, resumed, "Balance", builds, str(tmp_path / "results"))
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="the fault is a CPU tensor beside GPU parameters")
+def test_builtin_sac_threaded_fails_without_the_thread_device_patch(tmp_path, builds):
+    """The fault ``trainer_thread_device`` fixes (why the patch exists): switched off, built-in sac's thread makes
+    CPU tensors beside its GPU parameters.  The ``trainer_thread_crash`` patch turns that into exit status 1."""
+    config = _builtin_config("sac", "Balance", FIRST_STEPS, tmp_path / "first.yaml")
+    code, out = _learn(config, "Balance", builds, str(tmp_path / "results"),
+                       env={"MLAGENTS_PLUGINS_THREAD_DEVICE_ORIGINAL": "1"}, expect_ok=False)
+    assert code != 0 and "same device" in out, out[-6000:]
+
+
+def _run_then_resume(first: str, resumed: str, behavior: str, builds: str, results: str) -> None:
+    pytest.importorskip("onnxruntime")
     _learn(first, behavior, builds, results)
     run = os.path.join(results, "dev")
     onnx_path = os.path.join(run, f"{behavior}.onnx")
@@ -123,7 +175,6 @@ def test_threaded_run_on_device_then_resume(tmp_path, builds, config_name, behav
     assert not off_device, f"saved off {DEVICE}: {off_device[:10]}"
 
     saves_replay = os.path.isfile(os.path.join(run, behavior, "replay_buffer.mlreplay"))
-    resumed = _short_config(config_name, behavior, RESUMED_STEPS, tmp_path / "resumed.yaml")
     out = _learn(resumed, behavior, builds, results, "--resume")
     assert "Resuming from" in out or "Resuming training from step" in out, out[-3000:]
     if saves_replay:

@@ -53,3 +53,24 @@ def test_every_trainer_binds_its_thread_in_advance(trainer_cls, monkeypatch):
     trainer.replay = None
     seen = _in_thread(lambda: trainer_cls.advance(trainer))
     assert seen == {"before": "cpu", "after": "meta"}, trainer_cls.__name__
+
+
+def test_the_host_patch_binds_every_trainer_thread_built_ins_included(monkeypatch):
+    """``trainer_thread_device``: the loop ML-Agents runs in each ``threaded: true`` trainer's thread binds it
+    first, so a trainer that never calls the binding itself (a built-in one) makes its tensors on the device."""
+    from mlagents.trainers.trainer_controller import TrainerController
+
+    assert torch_device.install_trainer_thread_device()
+    assert TrainerController.trainer_update_func is torch_device.trainer_update_func_on_default_device
+    monkeypatch.setattr(torch_device, "default_device", lambda: torch.device("meta"))
+
+    class BuiltInLikeTrainer:  # advances once, recording where an untyped tensor lands, then stops the loop
+        def advance(self):
+            self.made_on = torch.zeros(1).device.type
+            controller.kill_trainers = True
+
+    controller = object.__new__(TrainerController)
+    controller.kill_trainers = False
+    trainer = BuiltInLikeTrainer()
+    seen = _in_thread(lambda: controller.trainer_update_func(trainer))
+    assert trainer.made_on == "meta" and seen == {"before": "cpu", "after": "meta"}
