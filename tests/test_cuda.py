@@ -12,6 +12,10 @@ build, then checks:
   quietly fall back to the CPU;
 * ``--resume`` loads that checkpoint (and the replay buffer where the config saves one) and trains on.
 
+The same runs cover curiosity and RND (ML-Agents' reward providers, trained by our trainers in that thread) and
+ML-Agents' own ``sac``/``ppo`` with ``threaded: true``, which need the ``trainer_thread_device`` host patch; one
+case checks that built-in sac still fails there with the patch switched off (the fault the patch exists for).
+
 Skipped where torch sees no CUDA device (CI, these CPU machines).  ``MLAGENTS_PLUGINS_TEST_DEVICE=cpu`` runs the
 same checks on the CPU, to check the test itself without a GPU.
 """
