@@ -30,6 +30,12 @@ import yaml
 
 from mlagents_plugins.testing.ports import free_base_port
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from bench import plan  # noqa: E402
+
 DEVICE = os.environ.get("MLAGENTS_PLUGINS_TEST_DEVICE", "cuda")
 
 pytestmark = [
@@ -37,7 +43,6 @@ pytestmark = [
     pytest.mark.skipif(DEVICE == "cuda" and not torch.cuda.is_available(), reason="torch sees no CUDA device"),
 ]
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MLAGENTS_LEARN = os.path.join(os.path.dirname(sys.executable), "mlagents-learn")
 FIRST_STEPS = 1500
 RESUMED_STEPS = 2500
@@ -75,14 +80,12 @@ def _short_config(config_name: str, behavior: str, max_steps: int, path, intrins
 
 
 def _builtin_config(trainer: str, behavior: str, max_steps: int, path) -> str:
-    """A plain config for ML-Agents' own ``sac``/``ppo`` (the minimal drop-in values), ``threaded: true``."""
-    hyper = {"learning_rate": 3.0e-4, "batch_size": 256, "buffer_size": 2048} if trainer == "ppo" else {
-        "learning_rate": 3.0e-4, "batch_size": 128, "buffer_size": 100000, "buffer_init_steps": 300,
-        "steps_per_update": 2}
-    behavior_cfg = {"trainer_type": trainer, "hyperparameters": hyper, "max_steps": max_steps, "time_horizon": 64,
-                    "network_settings": {"hidden_units": 128, "num_layers": 2}, "summary_freq": 500,
-                    "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}}, "threaded": True,
-                    "checkpoint_interval": 1000, "keep_checkpoints": 5}
+    """The defaults benchmark's minimal config for ML-Agents' own ``sac``/``ppo`` (``bench.plan``), ``threaded: true``."""
+    behavior_cfg = plan.minimal_config(trainer)
+    behavior_cfg.update(threaded=True, max_steps=max_steps, summary_freq=500, checkpoint_interval=1000,
+                        keep_checkpoints=5)
+    if "buffer_init_steps" in behavior_cfg["hyperparameters"]:
+        behavior_cfg["hyperparameters"]["buffer_init_steps"] = 300
     with open(path, "w") as f:
         yaml.safe_dump({"behaviors": {behavior: behavior_cfg}}, f)
     return str(path)
