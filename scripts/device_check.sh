@@ -3,6 +3,9 @@
 # package from wheels carried in .whl/ (see docs/gpu.md), then runs tests/test_cuda.py: every trainer through
 # mlagents-learn --torch-device cuda with threaded: true, then --resume.  Logs go to $OUT when it is set.
 # --setup-only: install and stop (for other device commands, e.g. bench/learn_speed.py --torch-device cuda).
+# TESTS="..." replaces the test selection; with MLAGENTS_PLUGINS_TEST_DEVICE=cuda in the environment the in-process
+# tests it names (learning thresholds, reward signals, replay persistence) build their trainers on the GPU too
+# (tests/conftest.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-results/device-check}
@@ -19,5 +22,6 @@ export PYTHONUNBUFFERED=1
 } 2>&1 | tee "$out/setup.log"
 [ "${PIPESTATUS[0]}" = 0 ] || { echo "device check: set-up failed" >&2; exit 1; }
 [ "${1:-}" = "--setup-only" ] && exit 0
-python3 -m pytest -q -p xdist -n "${JOBS:-8}" tests/test_cuda.py tests/test_torch_device.py --durations=0 -rA \
+# shellcheck disable=SC2086
+python3 -m pytest -q -p xdist -n "${JOBS:-8}" ${TESTS:-tests/test_cuda.py tests/test_torch_device.py} --durations=0 -rA \
   --junitxml="$out/junit.xml" "$@" 2>&1 | tee "$out/pytest.log"

@@ -6,6 +6,7 @@ loader does it (``mlagents.plugins.trainer_type.register_trainer_plugins``), so 
 checkout whose entry points were not (re)installed.
 """
 import importlib
+import os
 
 import pytest
 
@@ -32,6 +33,27 @@ def _register_our_trainers():
         mla_plugins.all_trainer_types.update(types)
         mla_plugins.all_trainer_settings.update(settings)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _in_process_device():
+    """``MLAGENTS_PLUGINS_TEST_DEVICE=cuda`` (the GPU check, ``scripts/device_check.sh``): every test that builds
+    trainers in this process (the in-process learning tests, reward signals, replay persistence) runs them on that
+    device, as ``mlagents-learn --torch-device`` would; tests/test_cuda.py reads the same variable for its
+    subprocess runs.  Unset (CI, these CPU machines): nothing changes."""
+    device = os.environ.get("MLAGENTS_PLUGINS_TEST_DEVICE")
+    if not device or device == "cpu":
+        yield
+        return
+    from mlagents.torch_utils import set_torch_config, torch
+    from mlagents.trainers.settings import TorchSettings
+
+    set_torch_config(TorchSettings(device=device))
+    try:
+        yield
+    finally:
+        set_torch_config(TorchSettings(device="cpu"))
+        torch.set_default_device("cpu")
 
 
 @pytest.fixture

@@ -60,16 +60,26 @@ CASES = [
 ]
 
 
-def _short_config(config_name: str, behavior: str, max_steps: int, path, intrinsic: bool = False) -> str:
+def _short_config(config_name: str, behavior: str, max_steps: int, path, intrinsic: bool = False,
+                  demo: str = "", hyper: dict = None) -> str:
     """The shipped config with ``threaded: true`` and step counts sized for a check, nothing else changed
-    (``intrinsic``: curiosity and RND added beside the extrinsic reward)."""
+    (``intrinsic``: curiosity and RND added beside the extrinsic reward; ``demo``: GAIL and, where the trainer
+    takes it, behavioral cloning from that .demo file; ``hyper``: hyperparameters set on top)."""
     with open(os.path.join(REPO, "configs", config_name)) as f:
         cfg = yaml.safe_load(f)
     b = cfg["behaviors"][behavior]
+    small = {"hidden_units": 32, "num_layers": 1}
     if intrinsic:
-        small = {"hidden_units": 32, "num_layers": 1}
         b["reward_signals"].update(curiosity={"gamma": 0.9, "strength": 0.05, "network_settings": small},
                                    rnd={"gamma": 0.9, "strength": 0.05, "network_settings": small})
+    if demo:
+        if b["trainer_type"] != "muzero_repr":  # its model predicts the environment reward: extrinsic only
+            b["reward_signals"]["gail"] = {"gamma": 0.9, "strength": 0.1, "demo_path": demo,
+                                           "network_settings": small}
+        if b["trainer_type"] != "taac":  # taac refuses behavioral_cloning (tests/taac/test_trainer.py)
+            b["behavioral_cloning"] = {"demo_path": demo, "strength": 0.5, "steps": 1000, "batch_size": 32,
+                                       "num_epoch": 1}
+    b["hyperparameters"].update(hyper or {})
     b.update(threaded=True, max_steps=max_steps, summary_freq=500, checkpoint_interval=1000, keep_checkpoints=5)
     hp = b["hyperparameters"]
     if "buffer_init_steps" in hp:
@@ -144,6 +154,48 @@ def test_intrinsic_reward_signals_threaded_on_device_then_resume(tmp_path, build
     first = _short_config(config_name, "Balance", FIRST_STEPS, tmp_path / "first.yaml", intrinsic=True)
     resumed = _short_config(config_name, "Balance", RESUMED_STEPS, tmp_path / "resumed.yaml", intrinsic=True)
     _run_then_resume(first, resumed, "Balance", builds, str(tmp_path / "results"))
+
+
+# (config, hyperparameters on top): GAIL + behavioral cloning (taac: GAIL only; muzero_repr: behavioral cloning
+# only), prioritized replay where the trainer has it.
+DEMO_CASES = [
+    ("fast_sac_balance.yaml", {"prioritized_replay": True}),
+    ("taac_balance.yaml", {}),
+    ("impala_balance.yaml", {}),
+    ("muzero_repr_balance.yaml", {"prioritized_replay": True}),
+]
+
+
+@pytest.mark.parametrize("config_name,hyper", DEMO_CASES, ids=[c[0].removesuffix(".yaml") for c in DEMO_CASES])
+def test_gail_bc_and_prioritized_replay_threaded_on_device_then_resume(tmp_path, builds, config_name, hyper):
+    """GAIL and behavioral cloning (ML-Agents' modules, fed from a .demo file and trained in our trainers'
+    device-bound threads) and prioritized replay (priorities computed on the device, kept in numpy).  muzero_repr
+    takes only the extrinsic reward (its model predicts it), so it runs behavioral cloning without GAIL."""
+    from mlagents_plugins.envs.demo_writer import record_demo
+
+    demo = str(tmp_path / "balance.demo")
+    record_demo("balance", demo, steps=400, seed=1)
+    first = _short_config(config_name, "Balance", FIRST_STEPS, tmp_path / "first.yaml", demo=demo, hyper=hyper)
+    resumed = _short_config(config_name, "Balance", RESUMED_STEPS, tmp_path / "resumed.yaml", demo=demo, hyper=hyper)
+    results = str(tmp_path / "results")
+    _run_then_resume(first, resumed, "Balance", builds, results)
+    checkpoint = torch.load(os.path.join(results, "dev", "Balance", "checkpoint.pt"), map_location=None,
+                            weights_only=False)
+    gail = {path: d for path, d in _tensor_devices(checkpoint) if "Module:GAIL" in path and not path.endswith("/step")}
+    assert set(gail.values()) == (set() if config_name.startswith("muzero_repr") else {DEVICE}), gail
+
+
+def test_init_replay_from_another_run_on_device(tmp_path, builds):
+    """``init_replay_from``: a new run on the device starts from the replay buffer another run saved."""
+    hyper = {"save_replay_buffer": True}
+    first = _short_config("fast_sac_balance.yaml", "Balance", FIRST_STEPS, tmp_path / "first.yaml", hyper=hyper)
+    results = str(tmp_path / "results")
+    _learn(first, "Balance", builds, results)
+    assert os.path.isfile(os.path.join(results, "dev", "Balance", "replay_buffer.mlreplay"))
+    second = _short_config("fast_sac_balance.yaml", "Balance", FIRST_STEPS, tmp_path / "second.yaml",
+                           hyper={"init_replay_from": "dev"})
+    out = _learn(second, "Balance", builds, results, "--run-id=second")
+    assert "Initialised replay buffer from" in out, out[-3000:]
 
 
 @pytest.mark.parametrize("trainer", ["sac", "ppo"])
