@@ -22,6 +22,7 @@ same checks on the CPU, to check the test itself without a GPU.
 import os
 import subprocess
 import sys
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -61,7 +62,7 @@ CASES = [
 
 
 def _short_config(config_name: str, behavior: str, max_steps: int, path, intrinsic: bool = False,
-                  demo: str = "", hyper: dict = None) -> str:
+                  demo: str = "", hyper: Optional[dict] = None) -> str:
     """The shipped config with ``threaded: true`` and step counts sized for a check, nothing else changed
     (``intrinsic``: curiosity and RND added beside the extrinsic reward; ``demo``: GAIL and, where the trainer
     takes it, behavioral cloning from that .demo file; ``hyper``: hyperparameters set on top)."""
