@@ -80,7 +80,11 @@ class FastSACOptimizer(TorchOptimizer):
         self.use_done = [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names]
         self.tau = hp.tau
         self.q = TwinQ(
-            self.stream_names, policy.behavior_spec.observation_specs, policy.network_settings, self.action_spec
+            self.stream_names,
+            policy.behavior_spec.observation_specs,
+            policy.network_settings,
+            self.action_spec,
+            layer_norm=hp.critics_layer_normed(len(self.branches)),
         ).to(self.device)
         fuse_swish_(self.q)
         self.q_target = self.q.make_target().to(self.device)

@@ -38,6 +38,12 @@ class FastSACSettings(OffPolicyBaseSettings):
     # sustain itself through its own bootstrap, and the policy then loses what it had learned (issue #14; chosen
     # on the tuning scenes, docs/fast_sac.md "n-step targets").
     n_step: int = attr.ib(default=2, validator=positive_int)
+    # Layer normalization (Ba et al. 2016), without learned scale or shift, after each hidden layer of both
+    # critics (before the activation), as in DroQ (Hiraoka et al. 2022) and RLPD (Ball et al. 2023); the SAC
+    # papers have none.  null = automatic: on for continuous-only actions, where without it the policy lost much
+    # of what it had learned under a constant learning rate ("balance", "balance_distractors"), off with discrete
+    # branches (on "hybrid" it fell with it).  docs/fast_sac.md "Critic layer normalization".
+    critic_layer_norm: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
     prioritized_replay: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Priority exponent alpha (0 = uniform).
@@ -50,6 +56,11 @@ class FastSACSettings(OffPolicyBaseSettings):
     def actor_uses_min_q(self, num_branches: int) -> bool:
         """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""
         return bool(self.actor_min_q) if self.actor_min_q is not None else num_branches > 0
+
+    def critics_layer_normed(self, num_branches: int) -> bool:
+        """Whether the critics normalize their hidden layers: ``critic_layer_norm``, or when null, without discrete
+        branches."""
+        return bool(self.critic_layer_norm) if self.critic_layer_norm is not None else num_branches == 0
 
     def entropy_in_targets(self, num_branches: int) -> bool:
         """Whether the TD targets carry the entropy bonus: ``entropy_reward``, or when null, without discrete branches."""

@@ -126,7 +126,13 @@ class MuZeroReprOptimizer(TorchOptimizer):
 
         # ---- SAC head on the latent: fast_sac's losses (fast_sac.losses.sac_losses), one backward, one Adam ----
         head_settings = NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers)
-        self.q_net = TwinQ(self.stream_names, [latent_observation_spec(hp.latent_size)], head_settings, self.action_spec)
+        self.q_net = TwinQ(
+            self.stream_names,
+            [latent_observation_spec(hp.latent_size)],
+            head_settings,
+            self.action_spec,
+            layer_norm=hp.critics_layer_normed(len(self.action_spec.discrete_branches)),
+        )
         self.q_net.to(self.device)
         fuse_swish_(self.q_net)
         self.target_q = self.q_net.make_target()
