@@ -114,7 +114,9 @@ class MinimalMuZeroRepr:
         hh, hn = hp.head_hidden_units, hp.head_num_layers
         self.head = swish_mlp(hp.latent_size, hh, hn)
         self.mu, self.log_sigma = torch.nn.Linear(hh, act_size), torch.nn.Linear(hh, act_size)
-        self.q = torch.nn.ModuleList([swish_mlp(hp.latent_size + act_size, hh, hn, 1) for _ in range(2)])
+        normed = hp.critics_layer_normed(0)  # continuous actions only
+        self.q = torch.nn.ModuleList([swish_mlp(hp.latent_size + act_size, hh, hn, 1, layer_norm=normed)
+                                      for _ in range(2)])
         self.q_target = frozen_copy(self.q)
         self.log_alpha = torch.nn.Parameter(torch.full((1,), float(np.log(hp.init_entcoef))))
         head = list(self.head.parameters()) + list(self.mu.parameters()) + list(self.log_sigma.parameters())

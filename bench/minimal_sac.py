@@ -22,6 +22,7 @@ SETTINGS = dict(
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions)",
     entropy_reward="targets with (true, automatic here) or without (false) the entropy bonus",
     continuous_target_entropy_scale="target entropy -scale * action size",
+    critic_layer_norm="critics' hidden layers normalized (true, automatic here) or not (false)",
     discrete_target_entropy_scale="no work: continuous actions only",
     prioritized_replay="checked: false",
     per_alpha="no work: prioritized_replay false",
@@ -42,8 +43,9 @@ class MinimalSAC:
         h, n = net.hidden_units, net.num_layers
         self.body = swish_mlp(obs_size, h, n)
         self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)
-        self.q1 = swish_mlp(obs_size + act_size, h, n, 1)
-        self.q2 = swish_mlp(obs_size + act_size, h, n, 1)
+        normed = hp.critics_layer_normed(0)  # continuous actions only
+        self.q1 = swish_mlp(obs_size + act_size, h, n, 1, layer_norm=normed)
+        self.q2 = swish_mlp(obs_size + act_size, h, n, 1, layer_norm=normed)
         self.q = torch.nn.ModuleList([self.q1, self.q2])
         self.q_target = frozen_copy(self.q)
         self.log_alpha = torch.nn.Parameter(torch.full((1,), float(np.log(hp.init_entcoef))))
