@@ -17,24 +17,112 @@ Never losing a run matters more than speed, so compiling is best effort: if the 
 and the step runs eagerly for the rest of the run.  Compiling costs about 10-30 s of CPU on the first
 update (a cached graph on later runs is quicker) and pays back after a few thousand updates.
 
+**Whole steps.**  Where the optimizers are plain Adam and nothing runs between the backward and the step (no
+gradient clipping), ``gradient_step`` compiles the *whole* step as one graph instead: the loss, its gradients
+(``torch.autograd.grad`` traced by Dynamo, ``trace_autograd_ops``) and Adam's update of every parameter and its
+moments in place.  That removes the autograd engine's walk over the compiled backward, the Python optimizer and
+most per-call wrapper overhead around two graphs.  Adam's state stays in the ``torch.optim.Adam`` objects
+(``state_dict`` and checkpoints unchanged); the update is Adam's (Kingma & Ba 2015, Algorithm 1, with PyTorch's
+placement of epsilon), evaluated in float32 where PyTorch evaluates the bias-correction scalars in double, so
+parameters differ in the last bits.  The first step of a run is taken eagerly (it creates Adam's state); a
+failure to build the whole step falls back to the loss-only compiled step above, with a warning.
+``MLAGENTS_PLUGINS_WHOLE_STEP=0`` keeps the loss-only step.
+
 ``MLAGENTS_PLUGINS_COMPILE=0`` turns compiling off process-wide (overriding the trainer setting), for
 debugging and for test suites that create many short-lived trainers.
 """
 import os
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from mlagents_envs.logging_util import get_logger
 from mlagents.torch_utils import torch
 
 logger = get_logger(__name__)  # ML-Agents' logger: shown in mlagents-learn's output at --log-level
 
+# Dynamo traces ``torch.autograd.grad`` into a graph only with this switch (torch >= 2.11); without it the
+# whole step is not attempted.
+_TRACE_AUTOGRAD_OK = hasattr(torch, "_dynamo") and hasattr(torch._dynamo.config, "trace_autograd_ops")
+
 ENV_SWITCH = "MLAGENTS_PLUGINS_COMPILE"
+WHOLE_STEP_SWITCH = "MLAGENTS_PLUGINS_WHOLE_STEP"
 
 
 def compile_allowed_by_env() -> bool:
     """False when ``MLAGENTS_PLUGINS_COMPILE`` is set to 0/false/no/off."""
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _env_on(name: str) -> bool:
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def whole_step_allowed_by_env() -> bool:
+    """False when ``MLAGENTS_PLUGINS_WHOLE_STEP`` is set to 0/false/no/off."""
+    return _env_on(WHOLE_STEP_SWITCH)
+
+
+def _plain_adam(opt: Any) -> bool:
+    """Whether ``opt`` is ``torch.optim.Adam`` with only what ``_adam_update_`` implements (no weight decay,
+    AMSGrad, maximize or differentiable mode) and tensor step counters."""
+    if type(opt) is not torch.optim.Adam:
+        return False
+    for group in opt.param_groups:
+        if group.get("weight_decay", 0) or group.get("amsgrad") or group.get("maximize") or group.get("differentiable"):
+            return False
+        if group.get("decoupled_weight_decay"):
+            return False
+    return all(isinstance(st.get("step"), torch.Tensor) for st in opt.state.values())
+
+
+class _NoState(Exception):
+    """A parameter got a gradient in the whole step but has no Adam state yet (never stepped)."""
+
+
+def _detached(tree: Any) -> Any:
+    return torch.utils._pytree.tree_map(lambda x: x.detach() if isinstance(x, torch.Tensor) else x, tree)
+
+
+def _optimized(optimizers: Sequence[Any]) -> List[torch.Tensor]:
+    """Every parameter the ``optimizers`` update, in group order."""
+    return [p for opt in optimizers for group in opt.param_groups for p in group["params"]]
+
+
+def _clipped(grads: Sequence[Optional[torch.Tensor]], max_norm: float) -> List[Optional[torch.Tensor]]:
+    """``grads`` scaled by ``min(1, max_norm / (total 2-norm + 1e-6))``: ``torch.nn.utils.clip_grad_norm_``'s
+    rule, on gradients that are values rather than ``.grad`` fields (``None`` entries stay ``None``)."""
+    present = [g for g in grads if g is not None]
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in present]))
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    return [None if g is None else g * coef for g in grads]
+
+
+def _adam_update_(
+    params: Sequence[torch.Tensor],
+    grads: Sequence[Optional[torch.Tensor]],
+    exp_avg: Sequence[Optional[torch.Tensor]],
+    exp_avg_sq: Sequence[Optional[torch.Tensor]],
+    step: Sequence[Optional[torch.Tensor]],
+    hyper: Sequence[Tuple[float, float, float]],
+    lr: torch.Tensor,
+) -> None:
+    """Adam's update in place, as ``torch.optim.Adam`` takes it: parameters without a gradient are skipped
+    (their moments and step counter too); per parameter ``hyper`` = (beta1, beta2, eps) of its group.
+    ``step += 1; m <- lerp(m, g, 1 - beta1); v <- beta2 v + (1 - beta2) g^2;
+    p <- p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)``."""
+    with torch.no_grad():
+        for p, g, m, v, k, (beta1, beta2, eps) in zip(params, grads, exp_avg, exp_avg_sq, step, hyper):
+            if g is None:
+                continue
+            if m is None or v is None or k is None:
+                raise _NoState()
+            k.add_(1)
+            m.lerp_(g, 1 - beta1)
+            v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            bias_correction1 = 1 - beta1 ** k
+            bias_correction2 = 1 - beta2 ** k
+            denom = (v.sqrt() / bias_correction2.sqrt()).add_(eps)
+            p.sub_((lr / bias_correction1) * m / denom)
 
 
 def compile_wanted(setting: Optional[bool], observation_specs: Sequence[Any]) -> bool:
@@ -64,6 +152,13 @@ class CompiledStep:
             # generating slower shape-generic kernels.
             self._compiled = torch.compile(fn, dynamic=False)
         self.mode = "compiled" if self._compiled is not None else "eager"
+        # Whole-step graph (``gradient_step``): None when off; ``whole_mode`` says which path the last step took.
+        self._whole: Optional[Callable[..., Any]] = None
+        if self._compiled is not None and whole_step_allowed_by_env() and _TRACE_AUTOGRAD_OK:
+            self._whole = torch.compile(self._whole_step, dynamic=False, fullgraph=True)
+        self.whole_mode = "off" if self._whole is None else "pending"
+        self.whole_error: Optional[str] = None
+        self._lr = torch.zeros((), dtype=torch.float32)
         self._announced = False
         self._backward_ok = False  # a compiled backward has run once (it is compiled lazily, on first use)
 
@@ -121,14 +216,21 @@ class CompiledStep:
         *args: Any,
         ready: bool = True,
         before_step: Optional[Callable[[], None]] = None,
+        max_grad_norm: Optional[float] = None,
     ) -> Any:
         """One optimizer step on the loss this step computes, the cadence every trainer's update shares: each
         optimizer's learning rate set to ``lr`` (all param groups), gradients cleared, ``forward_backward`` (one
-        backward of the summed loss), ``before_step`` (gradient clipping, say), then every optimizer's ``step``.
-        Returns the step function's result."""
+        backward of the summed loss), ``before_step`` (any work on the gradients), the gradients of all the
+        optimizers' parameters clipped to a total 2-norm of ``max_grad_norm`` when it is given (as
+        ``torch.nn.utils.clip_grad_norm_``), then every optimizer's ``step``.  Returns the step function's result.
+        Without ``before_step`` and with plain Adam the whole step is one compiled graph (module docstring)."""
         for opt in optimizers:
             for group in opt.param_groups:
                 group["lr"] = lr
+        if self._whole is not None and ready and before_step is None:
+            whole = self._try_whole(optimizers, lr, max_grad_norm, args)
+            if whole is not None:
+                return whole[0]
 
         def zero_grad() -> None:
             for opt in optimizers:
@@ -138,9 +240,99 @@ class CompiledStep:
         result = self.forward_backward(zero_grad, *args, ready=ready)
         if before_step is not None:
             before_step()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(_optimized(optimizers), max_grad_norm)
         for opt in optimizers:
             opt.step()
         return result
+
+    def _whole_step(
+        self,
+        lr: torch.Tensor,
+        params: List[torch.Tensor],
+        exp_avg: List[Optional[torch.Tensor]],
+        exp_avg_sq: List[Optional[torch.Tensor]],
+        step: List[Optional[torch.Tensor]],
+        hyper: Tuple[Tuple[float, float, float], ...],
+        max_grad_norm: Optional[float],
+        *args: Any,
+    ) -> Any:
+        """The function compiled as one graph: ``fn(*args)``, the gradients of its total (``result[0]``) with
+        respect to ``params`` (``None`` for parameters it does not reach), clipped when ``max_grad_norm`` is
+        given, Adam in place; returns the result detached."""
+        result = self._fn(*args)
+        grads = torch.autograd.grad(result[0], params, allow_unused=True)
+        if max_grad_norm is not None:
+            grads = _clipped(grads, max_grad_norm)
+        _adam_update_(params, grads, exp_avg, exp_avg_sq, step, hyper, lr)
+        return _detached(result)
+
+    def _try_whole(
+        self, optimizers: Sequence[Any], lr: float, max_grad_norm: Optional[float], args: Sequence[Any]
+    ) -> Optional[Tuple[Any]]:
+        """One whole step, or None when this step must take the two-graph path: an optimizer that is not plain
+        Adam.  The run's first step runs eagerly (it creates Adam's state, and the loss-only graph is not compiled
+        as well).  A failure disables whole steps for the rest of the run."""
+        if not all(_plain_adam(opt) for opt in optimizers):
+            return None
+        if self.whole_mode == "pending":
+            return self._first_step_eagerly(optimizers, max_grad_norm, args)
+        params: List[torch.Tensor] = []
+        exp_avg: List[Optional[torch.Tensor]] = []
+        exp_avg_sq: List[Optional[torch.Tensor]] = []
+        step: List[Optional[torch.Tensor]] = []
+        hyper: List[Tuple[float, float, float]] = []
+        for opt in optimizers:
+            for group in opt.param_groups:
+                beta1, beta2 = group["betas"]
+                for p in group["params"]:
+                    if not p.requires_grad:
+                        continue
+                    st = opt.state.get(p, {})
+                    params.append(p)
+                    exp_avg.append(st.get("exp_avg"))
+                    exp_avg_sq.append(st.get("exp_avg_sq"))
+                    step.append(st.get("step"))
+                    hyper.append((float(beta1), float(beta2), float(group["eps"])))
+        if not params:
+            return None
+        if self._lr.device != params[0].device:
+            self._lr = torch.zeros((), dtype=torch.float32, device=params[0].device)
+        self._lr.fill_(lr)
+        announce = self.whole_mode != "on"
+        try:
+            start = time.perf_counter()
+            with torch._dynamo.config.patch(trace_autograd_ops=True):
+                result = self._whole(self._lr, params, exp_avg, exp_avg_sq, step, tuple(hyper), max_grad_norm, *args)
+        except Exception as exc:  # compile or tracing failure: the two-graph path for the rest of the run
+            self._whole = None
+            self.whole_mode = "failed"
+            self.whole_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            logger.warning(
+                "%s: compiling the whole step (loss, gradients and Adam) failed (%s); compiling the loss only.",
+                self.name, self.whole_error,
+            )
+            return None
+        if announce:
+            logger.info("%s: whole step compiled in %.1f s", self.name, time.perf_counter() - start)
+            self.whole_mode = "on"
+        return (result,)
+
+    def _first_step_eagerly(
+        self, optimizers: Sequence[Any], max_grad_norm: Optional[float], args: Sequence[Any]
+    ) -> Optional[Tuple[Any]]:
+        """The run's first step, without compiling: creates Adam's state for every parameter with a gradient."""
+        for opt in optimizers:
+            opt.zero_grad(set_to_none=True)
+        result = self._fn(*args)
+        result[0].backward()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(_optimized(optimizers), max_grad_norm)
+        for opt in optimizers:
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        self.whole_mode = "first step eager"
+        return (_detached(result),)
 
     def _give_up(self, exc: BaseException) -> None:
         if self._compiled is None:

@@ -114,6 +114,7 @@ def _learn(config: str, behavior: str, builds: str, results: str, *extra: str, e
     assert proc.returncode == 0, out[-6000:]
     assert "Traceback" not in out, out[-6000:]
     assert "torch.compile failed" not in out, out[-6000:]  # CompiledStep's fallback to eager (compiled_step.py)
+    assert "compiling the whole step" not in out, out[-6000:]  # its fallback to the loss-only graph
     return out
 
 

@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 from mlagents_envs import logging_util
 
 from mlagents.torch_utils import nn, torch
+from mlagents.trainers.torch_entities.distributions import EPSILON as DIST_EPSILON
 from mlagents.trainers.torch_entities.layers import LinearEncoder
 from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.networks import ValueNetwork
@@ -157,9 +158,23 @@ def sample_for_training(
             log_sigma = gauss.log_sigma.expand_as(mu)
         cont, lp_c = losses.tanh_gaussian_sample(mu, log_sigma, torch.randn_like(mu))
     if action_model.action_spec.discrete_size > 0:
-        dists = action_model._discrete_distribution(encoding, mask)
-        lp_d = torch.cat([d.all_log_prob() for d in dists], dim=1)
+        lp_d = discrete_log_probs(action_model._discrete_distribution, encoding, mask)
     return cont, lp_c, lp_d
+
+
+def discrete_log_probs(dist, encoding: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``log p`` of every action of every branch [B, A] from ML-Agents' ``MultiCategoricalDistribution``
+    ``dist``: what ``torch.cat([d.all_log_prob() for d in dist(encoding, mask)], 1)`` gives (its masking,
+    ``log(softmax + 1e-7)``), written out so ``torch.compile`` traces it as one graph (``dist`` finds each
+    branch's mask slice with numpy sums, which Dynamo turns into a tensor read back to Python)."""
+    parts = []
+    start = 0
+    for size, branch in zip(dist.act_sizes, dist.branches):
+        allow = mask[:, start:start + int(size)]
+        logits = branch(encoding) * allow - 1e8 * (-1.0 * allow + 1.0)
+        parts.append(torch.log(torch.softmax(logits, dim=-1) + DIST_EPSILON))
+        start += int(size)
+    return torch.cat(parts, dim=1)
 
 
 class Temperatures(nn.Module):

@@ -244,12 +244,10 @@ class MuZeroReprOptimizer(TorchOptimizer):
         hp = self.hp
         with self.model_matmul.scope():
             model_lr = self.decay_model_learning_rate.get_value(self.policy.get_current_step())
-            clip = None
-            if hp.model_grad_clip > 0:
-                def clip() -> None:
-                    nn.utils.clip_grad_norm_(self.model.parameters(), hp.model_grad_clip)
+            # model_opt updates exactly self.model's parameters, so its gradients are the ones clipped.
             total, fwd = self.model_step.gradient_step(
-                [self.model_opt], model_lr, batch, ready=self.model_matmul.decided, before_step=clip
+                [self.model_opt], model_lr, batch, ready=self.model_matmul.decided,
+                max_grad_norm=hp.model_grad_clip if hp.model_grad_clip > 0 else None,
             )
         self.num_model_updates += 1
         if self.num_model_updates % hp.model_target_update_period == 0:

@@ -62,7 +62,11 @@ def _split(tau: torch.Tensor, kind: TrajectoryKind, action_size: int) -> Tuple[t
 
 
 def _static_width(x: torch.Tensor) -> int:
-    """Last-dim size as a Python int: fixed for a given model, so a constant in the exported graph."""
+    """Last-dim size as a Python int: fixed for a given model, so a constant in the exported graph (the ONNX
+    tracer's warning about it is silenced only while tracing, since ``torch.compile`` cannot trace the
+    ``warnings`` filters)."""
+    if not torch.jit.is_tracing():
+        return int(x.shape[-1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=torch.jit.TracerWarning)
         return int(x.shape[-1])

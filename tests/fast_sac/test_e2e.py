@@ -70,8 +70,10 @@ def test_train_stop_resume_restores_replay_and_onnx_matches_policy(tmp_path, bui
     info = inspect_replay(str(replay_file), verify=True)
     assert info["verified"] and info["count"] == rows_at_exit and info["extra"]["trainer_type"] == "fast_sac"
     assert rows_at_exit > 1000
-    # the default compile_update (vector observations) took the compiled path, or fell back with a warning
-    assert "fast_sac update: compiled in" in first or "fast_sac update: torch.compile failed" in first, first[-3000:]
+    # the default compile_update (vector observations) took the compiled path (the whole step, or the loss alone
+    # where the whole step could not be compiled), or fell back with a warning
+    compiled = ("fast_sac update: whole step compiled in", "fast_sac update: compiled in", "fast_sac update: torch.compile failed")
+    assert any(line in first for line in compiled), first[-3000:]
 
     second = _learn(tmp_path, builds, 2500, "--resume")
     m = re.search(r"Loaded replay buffer from .*replay_buffer.mlreplay: (\d+) rows, write position (\d+), (\d+) updates at step (\d+)", second)

@@ -1,0 +1,237 @@
+"""The whole-step path of ``CompiledStep.gradient_step`` (loss, gradients and Adam in one compiled graph): its
+Adam and clipping against PyTorch's own, and whole steps of a real trainer against the two-graph path."""
+import copy
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from mlagents_plugins import compiled_step
+from mlagents_plugins.compiled_step import CompiledStep, _adam_update_, _clipped
+
+from tests.compiled_helpers import exact_compile
+
+pytestmark = pytest.mark.skipif(not compiled_step._TRACE_AUTOGRAD_OK, reason="torch without trace_autograd_ops")
+
+
+def _asymmetric_params():
+    g = torch.Generator().manual_seed(5)
+    return [torch.randn(3, 2, generator=g) * 0.7 + 0.2, torch.randn(4, generator=g) * 1.9 - 0.5, torch.randn(2, generator=g)]
+
+
+def test_adam_update_matches_torch_adam_per_group_hyperparameters_and_skipped_parameters():
+    """Three steps from the same start, two groups with different betas and eps, gradients of different scales
+    per step, and a parameter that never has a gradient (torch skips it: no state, no change)."""
+    ours = _asymmetric_params()
+    ref = [p.clone().requires_grad_(True) for p in ours]
+    hyper = [(0.8, 0.95, 1e-6), (0.8, 0.95, 1e-6), (0.5, 0.9, 1e-3)]
+    opt = torch.optim.Adam(
+        [{"params": ref[:2], "betas": (0.8, 0.95), "eps": 1e-6}, {"params": ref[2:], "betas": (0.5, 0.9), "eps": 1e-3}],
+        lr=0.01, foreach=False,
+    )
+    m = [torch.zeros_like(p) for p in ours]
+    v = [torch.zeros_like(p) for p in ours]
+    k = [torch.zeros(()) for _ in ours]
+    g = torch.Generator().manual_seed(9)
+    for step, lr in enumerate((0.01, 0.03, 0.002)):
+        grads = [torch.randn(p.shape, generator=g) * (1 + 3 * step) for p in ours]
+        grads[1] = None  # never reached by the loss
+        for p, gr in zip(ref, grads):
+            p.grad = None if gr is None else gr.clone()
+        for group in opt.param_groups:
+            group["lr"] = lr
+        opt.step()
+        _adam_update_(ours, grads, m, v, k, hyper, torch.tensor(lr))
+    # float32 on both sides; PyTorch forms lr / (1 - beta1^k) and sqrt(1 - beta2^k) in double, we in float32:
+    # relative differences of a few ulp (1e-7) in the per-step update, on parameters of order 1.
+    for p, r in zip(ours, ref):
+        torch.testing.assert_close(p, r.detach(), rtol=1e-6, atol=1e-6)
+    for i in (0, 2):
+        torch.testing.assert_close(m[i], opt.state[ref[i]]["exp_avg"], rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(v[i], opt.state[ref[i]]["exp_avg_sq"], rtol=1e-6, atol=1e-7)
+        assert float(k[i]) == float(opt.state[ref[i]]["step"]) == 3.0
+    assert ref[1] not in opt.state and float(k[1]) == 0.0 and not torch.any(m[1] != 0)
+    assert torch.equal(ours[1], _asymmetric_params()[1])
+
+
+def test_clipped_matches_clip_grad_norm_and_leaves_small_gradients():
+    g = torch.Generator().manual_seed(2)
+    grads = [torch.randn(5, 3, generator=g) * 4.0, None, torch.randn(7, generator=g) * 0.3 + 1.0]
+    params = [torch.zeros(5, 3, requires_grad=True), torch.zeros(2, requires_grad=True), torch.zeros(7, requires_grad=True)]
+    for p, gr in zip(params, grads):
+        p.grad = None if gr is None else gr.clone()
+    torch.nn.utils.clip_grad_norm_(params, 2.5)
+    out = _clipped(grads, 2.5)
+    assert out[1] is None
+    for o, p in zip((out[0], out[2]), (params[0], params[2])):
+        torch.testing.assert_close(o, p.grad, rtol=1e-6, atol=1e-7)
+    total = torch.sqrt(sum((o ** 2).sum() for o in (out[0], out[2])))
+    assert abs(float(total) - 2.5) < 1e-4  # clipped to the bound
+    small = _clipped([grads[2] * 0.01], 2.5)[0]
+    torch.testing.assert_close(small, grads[2] * 0.01)  # under the bound: unchanged
+
+
+def _snapshot(trainer):
+    opt = trainer.optimizer
+    return copy.deepcopy({
+        "actor": opt.policy.actor.state_dict(), "q": opt.q.state_dict(), "q_target": opt.q_target.state_dict(),
+        "temperatures": opt.temperatures.state_dict(), "adam": opt.adam.state_dict(),
+    })
+
+
+def _restore(trainer, snap):
+    opt = trainer.optimizer
+    opt.policy.actor.load_state_dict(snap["actor"])
+    opt.q.load_state_dict(snap["q"])
+    opt.q_target.load_state_dict(snap["q_target"])
+    opt.temperatures.load_state_dict(snap["temperatures"])
+    opt.adam.load_state_dict(copy.deepcopy(snap["adam"]))
+
+
+@pytest.mark.parametrize("spec_kw", [dict(cont=2, branches=()), dict(cont=2, branches=(3, 2))], ids=["continuous", "hybrid"])
+def test_fast_sac_whole_steps_match_the_two_graph_path(tmp_path, monkeypatch, spec_kw):
+    """Three fast_sac updates through the whole step and, from the same weights, Adam state and random draws,
+    through the loss-only compiled graph + eager Adam: same parameters, moments, step counters and losses."""
+    from tests.fast_sac.helpers import filled_trainer
+
+    with exact_compile(monkeypatch):
+        trainer = filled_trainer(tmp_path, rng_seed=4, **spec_kw)
+        opt = trainer.optimizer
+        step = opt.loss_step
+        assert step.whole_mode == "pending"
+        batches = [trainer.sample_batch() for _ in range(4)]
+        torch.manual_seed(0)
+        opt.update(batches[0])  # the first step runs eagerly and creates Adam's state
+        assert step.whole_mode == "first step eager"
+        start = _snapshot(trainer)
+        runs = {}
+        for path in ("whole", "two-graph"):
+            _restore(trainer, start)
+            if path == "two-graph":
+                step._whole = None
+            losses = []
+            for i, batch in enumerate(batches[1:]):
+                torch.manual_seed(100 + i)
+                stats, _ = opt.update(batch)
+                losses.append([stats["Losses/Q1 Loss"], stats["Losses/Policy Loss"]])
+            if path == "whole":
+                assert step.whole_mode == "on", step.whole_error
+            runs[path] = (_snapshot(trainer), np.array(losses))
+    (whole, loss_w), (two, loss_t) = runs["whole"], runs["two-graph"]
+    # Tolerances: the two paths compute the same gradients up to float32 summation order (relative ~1e-6),
+    # and Adam's step is lr * m_hat / (sqrt(v_hat) + eps) with lr 3e-4, so after 3 steps parameters may differ
+    # by about 3 * lr * 1e-3 = 1e-6 even for gradients that differ by 1e-3 relative; a wrong bias correction,
+    # beta or skipped parameter moves them by >= lr = 3e-4.
+    np.testing.assert_allclose(loss_w, loss_t, rtol=1e-4, atol=1e-6)
+    moved = 0.0
+    for name in ("actor", "q", "temperatures"):
+        for key, value in whole[name].items():
+            if isinstance(value, torch.Tensor):
+                torch.testing.assert_close(value, two[name][key], rtol=0, atol=1e-5, msg=f"{name}.{key}")
+                if value.numel():
+                    moved = max(moved, float((value - start[name][key]).abs().max()))
+    assert moved > 5e-4  # three steps of lr 3e-4 moved something
+    for key, value in whole["q_target"].items():
+        if isinstance(value, torch.Tensor):
+            torch.testing.assert_close(value, two["q_target"][key], rtol=0, atol=1e-5)
+    state_w, state_t = whole["adam"]["state"], two["adam"]["state"]
+    assert state_w.keys() == state_t.keys()
+    for idx in state_w:
+        assert float(state_w[idx]["step"]) == float(state_t[idx]["step"]) == 4.0
+        torch.testing.assert_close(state_w[idx]["exp_avg"], state_t[idx]["exp_avg"], rtol=1e-3, atol=1e-6)
+        torch.testing.assert_close(state_w[idx]["exp_avg_sq"], state_t[idx]["exp_avg_sq"], rtol=1e-3, atol=1e-9)
+
+
+def _quadratic():
+    w = torch.nn.Parameter(torch.tensor([1.5, -2.0, 0.25]))
+    scale = torch.tensor([1.0, 3.0, -0.5])
+
+    def fn(x):
+        return (((w * scale - x) ** 2).sum(), w.detach().clone())
+
+    return w, fn
+
+
+def test_whole_step_follows_a_reloaded_optimizer_and_clips(monkeypatch):
+    """After ``load_state_dict`` replaces Adam's state tensors the whole step uses the new ones; with
+    ``max_grad_norm`` it clips as ``clip_grad_norm_`` does.  Reference: the same steps eagerly."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    results = []
+    for whole in (True, False):
+        w, fn = _quadratic()
+        opt = torch.optim.Adam([w], lr=0.05)
+        step = CompiledStep(fn, whole, "demo")
+        x = torch.tensor([0.5, 2.0, -1.0])
+        for _ in range(2):
+            step.gradient_step([opt], 0.05, x, max_grad_norm=0.5)
+        saved = copy.deepcopy(opt.state_dict())
+        for _ in range(2):
+            step.gradient_step([opt], 0.05, x, max_grad_norm=0.5)
+        opt.load_state_dict(saved)
+        with torch.no_grad():
+            w.copy_(torch.tensor([1.0, 1.0, 1.0]))
+        step.gradient_step([opt], 0.02, x, max_grad_norm=0.5)
+        if whole:
+            assert step.whole_mode == "on", step.whole_error
+        else:
+            assert step.whole_mode == "off"
+        results.append((w.detach().clone(), copy.deepcopy(opt.state_dict()["state"])))
+    (w_whole, st_whole), (w_eager, st_eager) = results
+    torch.testing.assert_close(w_whole, w_eager, rtol=1e-6, atol=1e-6)
+    assert float(st_whole[0]["step"]) == float(st_eager[0]["step"]) == 3.0
+    torch.testing.assert_close(st_whole[0]["exp_avg"], st_eager[0]["exp_avg"], rtol=1e-6, atol=1e-7)
+
+
+def test_failed_whole_step_warns_and_the_step_is_taken_once_on_the_two_graph_path(monkeypatch, caplog):
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    w, fn = _quadratic()
+    opt = torch.optim.Adam([w], lr=0.05)
+    step = CompiledStep(fn, True, "demo update")
+    x = torch.tensor([0.5, 2.0, -1.0])
+    step.gradient_step([opt], 0.05, x)  # first step, eager
+
+    def broken(*args):
+        raise RuntimeError("InductorError: no C++ compiler")
+
+    step._whole = broken
+    with caplog.at_level(logging.WARNING, logger=compiled_step.logger.name):
+        step.gradient_step([opt], 0.05, x)
+    assert step.whole_mode == "failed" and "no C++ compiler" in step.whole_error and step._whole is None
+    assert float(opt.state[w]["step"]) == 2.0  # the failed attempt did not step; the fallback stepped once
+    assert sum("demo update" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING) == 1
+
+
+def test_environment_switch_and_before_step_keep_the_two_graph_path(monkeypatch):
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    monkeypatch.setenv(compiled_step.WHOLE_STEP_SWITCH, "0")
+    w, fn = _quadratic()
+    assert CompiledStep(fn, True, "x").whole_mode == "off"
+    monkeypatch.setenv(compiled_step.WHOLE_STEP_SWITCH, "1")
+    step = CompiledStep(fn, True, "x")
+    opt = torch.optim.Adam([w], lr=0.05)
+    seen = []
+    for _ in range(3):
+        step.gradient_step([opt], 0.05, torch.zeros(3), before_step=lambda: seen.append(w.grad.clone()))
+    assert len(seen) == 3 and step.whole_mode == "pending"  # never attempted while before_step is given
+
+
+def test_discrete_log_probs_equal_ml_agents_distribution_with_masks():
+    """``networks.discrete_log_probs`` (one traceable graph) against ML-Agents' own ``MultiCategoricalDistribution``
+    on branches of different sizes with actions masked in the second one."""
+    from mlagents.trainers.torch_entities.distributions import MultiCategoricalDistribution
+
+    from mlagents_plugins.fast_sac.networks import discrete_log_probs
+
+    torch.manual_seed(3)
+    dist = MultiCategoricalDistribution(6, [3, 4, 2])
+    for branch in dist.branches:  # larger weights than the 0.1-gain init, so the branches differ clearly
+        torch.nn.init.normal_(branch.weight, std=0.8)
+    encoding = torch.randn(5, 6)
+    mask = torch.ones(5, 9)
+    mask[0, 3] = mask[0, 5] = 0.0
+    mask[3, 4] = 0.0
+    want = torch.cat([d.all_log_prob() for d in dist(encoding, mask)], dim=1)
+    got = discrete_log_probs(dist, encoding, mask)
+    assert torch.equal(got, want)
+    assert float(got[0, 3]) < -15 and float(got[0, 0]) > -10  # masked actions: log(1e-7)
