@@ -227,10 +227,15 @@ class CompiledStep:
         for opt in optimizers:
             for group in opt.param_groups:
                 group["lr"] = lr
-        if self._whole is not None and ready and before_step is None:
-            whole = self._try_whole(optimizers, lr, max_grad_norm, args)
-            if whole is not None:
-                return whole[0]
+        if self._whole is not None and ready and before_step is None and all(_plain_adam(o) for o in optimizers):
+            if self.whole_mode == "pending":
+                # The run's first step: eagerly (it creates Adam's state; the loss-only graph is not compiled).
+                self.whole_mode = "first step eager"
+                ready = False
+            else:
+                whole = self._try_whole(optimizers, lr, max_grad_norm, args)
+                if whole is not None:
+                    return whole[0]
 
         def zero_grad() -> None:
             for opt in optimizers:
@@ -270,13 +275,8 @@ class CompiledStep:
     def _try_whole(
         self, optimizers: Sequence[Any], lr: float, max_grad_norm: Optional[float], args: Sequence[Any]
     ) -> Optional[Tuple[Any]]:
-        """One whole step, or None when this step must take the two-graph path: an optimizer that is not plain
-        Adam.  The run's first step runs eagerly (it creates Adam's state, and the loss-only graph is not compiled
-        as well).  A failure disables whole steps for the rest of the run."""
-        if not all(_plain_adam(opt) for opt in optimizers):
-            return None
-        if self.whole_mode == "pending":
-            return self._first_step_eagerly(optimizers, max_grad_norm, args)
+        """One whole step (the optimizers are plain Adam), or None when it could not be built: a failure disables
+        whole steps for the rest of the run and this step takes the two-graph path."""
         params: List[torch.Tensor] = []
         exp_avg: List[Optional[torch.Tensor]] = []
         exp_avg_sq: List[Optional[torch.Tensor]] = []
@@ -317,22 +317,6 @@ class CompiledStep:
             logger.info("%s: whole step compiled in %.1f s", self.name, time.perf_counter() - start)
             self.whole_mode = "on"
         return (result,)
-
-    def _first_step_eagerly(
-        self, optimizers: Sequence[Any], max_grad_norm: Optional[float], args: Sequence[Any]
-    ) -> Optional[Tuple[Any]]:
-        """The run's first step, without compiling: creates Adam's state for every parameter with a gradient."""
-        for opt in optimizers:
-            opt.zero_grad(set_to_none=True)
-        result = self._fn(*args)
-        result[0].backward()
-        if max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(_optimized(optimizers), max_grad_norm)
-        for opt in optimizers:
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        self.whole_mode = "first step eager"
-        return (_detached(result),)
 
     def _give_up(self, exc: BaseException) -> None:
         if self._compiled is None:
