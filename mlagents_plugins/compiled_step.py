@@ -17,10 +17,10 @@ Never losing a run matters more than speed, so compiling is best effort: if the 
 and the step runs eagerly for the rest of the run.  Compiling costs about 10-30 s of CPU on the first
 update (a cached graph on later runs is quicker) and pays back after a few thousand updates.
 
-**Whole steps.**  Where the optimizers are plain Adam and nothing runs between the backward and the step (no
-gradient clipping), ``gradient_step`` compiles the *whole* step as one graph instead: the loss, its gradients
-(``torch.autograd.grad`` traced by Dynamo, ``trace_autograd_ops``) and Adam's update of every parameter and its
-moments in place.  That removes the autograd engine's walk over the compiled backward, the Python optimizer and
+**Whole steps.**  Where the optimizers are plain Adam and no ``before_step`` callback runs between the backward
+and the step, ``gradient_step`` compiles the *whole* step as one graph instead: the loss, its gradients
+(``torch.autograd.grad`` traced by Dynamo, ``trace_autograd_ops``), their clipping when ``max_grad_norm`` is given,
+and Adam's update of every parameter and its moments in place.  That removes the autograd engine's walk over the compiled backward, the Python optimizer and
 most per-call wrapper overhead around two graphs.  Adam's state stays in the ``torch.optim.Adam`` objects
 (``state_dict`` and checkpoints unchanged); the update is Adam's (Kingma & Ba 2015, Algorithm 1, with PyTorch's
 placement of epsilon), evaluated in float32 where PyTorch evaluates the bias-correction scalars in double, so
@@ -48,13 +48,14 @@ ENV_SWITCH = "MLAGENTS_PLUGINS_COMPILE"
 WHOLE_STEP_SWITCH = "MLAGENTS_PLUGINS_WHOLE_STEP"
 
 
+def _env_on(name: str) -> bool:
+    """False when the environment variable ``name`` is set to 0/false/no/off (unset: on)."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def compile_allowed_by_env() -> bool:
     """False when ``MLAGENTS_PLUGINS_COMPILE`` is set to 0/false/no/off."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def _env_on(name: str) -> bool:
-    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
+    return _env_on(ENV_SWITCH)
 
 
 def whole_step_allowed_by_env() -> bool:
