@@ -95,10 +95,14 @@ def test_fast_sac_whole_steps_match_the_two_graph_path(tmp_path, monkeypatch, sp
     through the loss-only compiled graph + eager Adam: same parameters, moments, step counters and losses."""
     from tests.fast_sac.helpers import filled_trainer
 
+    # Without the fp32 matmul kernel chooser: where this CPU's oneDNN probe enables it, the first 19 updates
+    # alternate kernels and run eagerly (``ready=False``), so the first update would not be the run's first step.
+    monkeypatch.setenv("MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL", "1")
     with exact_compile(monkeypatch):
         trainer = filled_trainer(tmp_path, rng_seed=4, **spec_kw)
         opt = trainer.optimizer
         step = opt.loss_step
+        assert opt.matmul_kernels.decided
         assert step.whole_mode == "pending"
         batches = [trainer.sample_batch() for _ in range(4)]
         torch.manual_seed(0)
@@ -235,3 +239,24 @@ def test_discrete_log_probs_equal_ml_agents_distribution_with_masks():
     got = discrete_log_probs(dist, encoding, mask)
     assert torch.equal(got, want)
     assert float(got[0, 3]) < -15 and float(got[0, 0]) > -10  # masked actions: log(1e-7)
+
+
+def test_steps_before_the_kernel_is_chosen_stay_off_the_whole_path(monkeypatch):
+    """``ready=False`` (the matmul kernel chooser still timing): eager steps, the whole step still pending; the
+    first ready step is eager and creates nothing new, the next compiles; all equal to plain eager Adam."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    w, fn = _quadratic()
+    w_ref, fn_ref = _quadratic()
+    opt, opt_ref = torch.optim.Adam([w], lr=0.05), torch.optim.Adam([w_ref], lr=0.05)
+    step = CompiledStep(fn, True, "demo")
+    x = torch.tensor([0.5, 2.0, -1.0])
+    modes = []
+    for ready in (False, False, True, True, True):
+        step.gradient_step([opt], 0.05, x, ready=ready)
+        modes.append(step.whole_mode)
+        opt_ref.zero_grad()
+        fn_ref(x)[0].backward()
+        opt_ref.step()
+    assert modes == ["pending", "pending", "first step eager", "on", "on"], step.whole_error
+    torch.testing.assert_close(w.detach(), w_ref.detach(), rtol=1e-6, atol=1e-6)
+    assert float(opt.state_dict()["state"][0]["step"]) == 5.0
