@@ -252,7 +252,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     skipped = notes + skipped
     invocation = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
     env = environment(args, budget, invocation)
-    print(f"[bench] invocation {invocation}: {len(jobs)} runs, trainers {', '.join(allowed)}; "
+    running = sorted({j.trainer for j in jobs}, key=allowed.index)
+    print(f"[bench] invocation {invocation}: {len(jobs)} runs, trainers {', '.join(running) or 'none'}; "
           f"{args.jobs} at a time, torch threads {args.torch_threads}")
     for s in skipped:
         print(f"[bench] skipped: {s}")
