@@ -31,8 +31,10 @@ failure to build the whole step falls back to the loss-only compiled step above,
 ``MLAGENTS_PLUGINS_COMPILE=0`` turns compiling off process-wide (overriding the trainer setting), for
 debugging and for test suites that create many short-lived trainers.
 """
+import itertools
 import os
 import time
+import types
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from mlagents_envs.logging_util import get_logger
@@ -46,6 +48,28 @@ _TRACE_AUTOGRAD_OK = hasattr(torch, "_dynamo") and hasattr(torch._dynamo.config,
 
 ENV_SWITCH = "MLAGENTS_PLUGINS_COMPILE"
 WHOLE_STEP_SWITCH = "MLAGENTS_PLUGINS_WHOLE_STEP"
+
+_CODE_COPIES = itertools.count()
+
+
+def _own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a function or a bound method) over its own copy of its code object.
+
+    Dynamo keeps compiled graphs per code object and caps how many one code object may hold
+    (``torch._dynamo.config.recompile_limit``, 8); past the cap a ``fullgraph`` compile raises and any other runs
+    eagerly from then on.  Every trainer instance's step is the same method, so several behaviors in one
+    ``mlagents-learn``, muzero_repr's two steps and runs made one after another in one process (the benchmark's
+    workers) would fill one shared cache; with its own code object every ``CompiledStep`` has its own cache, and its
+    graphs are freed with it.  Anything that is not a plain Python function is returned as it is."""
+    func = getattr(fn, "__func__", fn)
+    if not isinstance(func, types.FunctionType):
+        return fn
+    code = func.__code__.replace(co_name=f"{func.__code__.co_name}_{next(_CODE_COPIES)}")
+    copy = types.FunctionType(code, func.__globals__, func.__name__, func.__defaults__, func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    copy.__qualname__ = func.__qualname__
+    owner = getattr(fn, "__self__", None)
+    return types.MethodType(copy, owner) if owner is not None else copy
 
 
 def _env_on(name: str) -> bool:
@@ -151,12 +175,12 @@ class CompiledStep:
         if enabled and compile_allowed_by_env() and hasattr(torch, "compile"):
             # dynamic=False: batch shapes are fixed per run; a changed shape recompiles rather than
             # generating slower shape-generic kernels.
-            self._compiled = torch.compile(fn, dynamic=False)
+            self._compiled = torch.compile(_own_code(fn), dynamic=False)
         self.mode = "compiled" if self._compiled is not None else "eager"
         # Whole-step graph (``gradient_step``): None when off; ``whole_mode`` says which path the last step took.
         self._whole: Optional[Callable[..., Any]] = None
         if self._compiled is not None and whole_step_allowed_by_env() and _TRACE_AUTOGRAD_OK:
-            self._whole = torch.compile(self._whole_step, dynamic=False, fullgraph=True)
+            self._whole = torch.compile(_own_code(self._whole_step), dynamic=False, fullgraph=True)
         self.whole_mode = "off" if self._whole is None else "pending"
         self.whole_error: Optional[str] = None
         self._lr = torch.zeros((), dtype=torch.float32)

@@ -260,3 +260,35 @@ def test_steps_before_the_kernel_is_chosen_stay_off_the_whole_path(monkeypatch):
     assert modes == ["pending", "pending", "first step eager", "on", "on"], step.whole_error
     torch.testing.assert_close(w.detach(), w_ref.detach(), rtol=1e-6, atol=1e-6)
     assert float(opt.state_dict()["state"][0]["step"]) == 5.0
+
+
+class _Quadratic(torch.nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        g = torch.Generator().manual_seed(size)
+        self.w = torch.nn.Parameter(torch.randn(size, generator=g))
+        self.scale = torch.linspace(-0.5, 3.0, size)
+
+    def loss(self, x):
+        return (((self.w * self.scale - x) ** 2).sum(), self.w.detach().clone())
+
+
+def test_many_steps_of_one_method_each_compile_their_own_graphs(monkeypatch):
+    """Ten modules of one class with different sizes, each with its own step over the same method (behaviors with
+    different observation sizes in one mlagents-learn, or benchmark runs on different scenes one after another in
+    one process): every one compiles its whole step, past Dynamo's limit of 8 graphs per code object, and each
+    learns what its eager twin learns."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    assert torch._dynamo.config.recompile_limit < 10
+    for size in range(2, 12):
+        x = torch.linspace(1.0, -1.0, size)
+        mod, ref = _Quadratic(size), _Quadratic(size)
+        opt, opt_ref = torch.optim.Adam(mod.parameters(), lr=0.05), torch.optim.Adam(ref.parameters(), lr=0.05)
+        step = CompiledStep(mod.loss, True, f"behavior {size}")
+        for _ in range(3):
+            step.gradient_step([opt], 0.05, x)
+            opt_ref.zero_grad()
+            ref.loss(x)[0].backward()
+            opt_ref.step()
+        assert step.whole_mode == "on", (size, step.whole_error)
+        torch.testing.assert_close(mod.w.detach(), ref.w.detach(), rtol=1e-6, atol=1e-6)
