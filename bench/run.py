@@ -265,7 +265,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     builds = write_builds() if any(j.mode == "mlagents-learn" for j in jobs) else None
     start = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(args.jobs, initializer=_init_worker, initargs=(args.torch_threads,)) as pool:
+    # One fresh process per run (maxtasksperchild=1): no run inherits another's compiled graphs, caches or global
+    # torch state, so a run's numbers do not depend on which runs its worker made before.
+    with ctx.Pool(args.jobs, initializer=_init_worker, initargs=(args.torch_threads,), maxtasksperchild=1) as pool:
         for done, record in enumerate(pool.imap_unordered(_work, [(j, invocation, builds) for j in jobs]), 1):
             append_run(out, record)
             print(progress_line(record, done, len(jobs), time.perf_counter() - start), flush=True)
