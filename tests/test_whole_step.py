@@ -243,7 +243,7 @@ def test_discrete_log_probs_equal_ml_agents_distribution_with_masks():
 
 def test_steps_before_the_kernel_is_chosen_stay_off_the_whole_path(monkeypatch):
     """``ready=False`` (the matmul kernel chooser still timing): eager steps, the whole step still pending; the
-    first ready step is eager and creates nothing new, the next compiles; all equal to plain eager Adam."""
+    first ready step is still eager, the next compiles; all equal to plain eager Adam."""
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
     w, fn = _quadratic()
     w_ref, fn_ref = _quadratic()
