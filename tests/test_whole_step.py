@@ -147,14 +147,21 @@ def test_fast_sac_whole_steps_match_the_two_graph_path(tmp_path, monkeypatch, sp
         torch.testing.assert_close(state_w[idx]["exp_avg_sq"], state_t[idx]["exp_avg_sq"], rtol=1e-3, atol=1e-9)
 
 
+class _Quadratic(torch.nn.Module):
+    """Loss ``sum((w * scale - x)^2)`` of one parameter vector ``w``; returns (loss, w)."""
+
+    def __init__(self, w: torch.Tensor, scale: torch.Tensor):
+        super().__init__()
+        self.w = torch.nn.Parameter(w)
+        self.scale = scale
+
+    def loss(self, x):
+        return (((self.w * self.scale - x) ** 2).sum(), self.w.detach().clone())
+
+
 def _quadratic():
-    w = torch.nn.Parameter(torch.tensor([1.5, -2.0, 0.25]))
-    scale = torch.tensor([1.0, 3.0, -0.5])
-
-    def fn(x):
-        return (((w * scale - x) ** 2).sum(), w.detach().clone())
-
-    return w, fn
+    mod = _Quadratic(torch.tensor([1.5, -2.0, 0.25]), torch.tensor([1.0, 3.0, -0.5]))
+    return mod.w, mod.loss
 
 
 def test_whole_step_follows_a_reloaded_optimizer_and_clips(monkeypatch):
@@ -262,17 +269,6 @@ def test_steps_before_the_kernel_is_chosen_stay_off_the_whole_path(monkeypatch):
     assert float(opt.state_dict()["state"][0]["step"]) == 5.0
 
 
-class _Quadratic(torch.nn.Module):
-    def __init__(self, size):
-        super().__init__()
-        g = torch.Generator().manual_seed(size)
-        self.w = torch.nn.Parameter(torch.randn(size, generator=g))
-        self.scale = torch.linspace(-0.5, 3.0, size)
-
-    def loss(self, x):
-        return (((self.w * self.scale - x) ** 2).sum(), self.w.detach().clone())
-
-
 def test_many_steps_of_one_method_each_compile_their_own_graphs(monkeypatch):
     """Ten modules of one class with different sizes, each with its own step over the same method (behaviors with
     different observation sizes in one mlagents-learn, or benchmark runs on different scenes one after another in
@@ -282,7 +278,9 @@ def test_many_steps_of_one_method_each_compile_their_own_graphs(monkeypatch):
     assert torch._dynamo.config.recompile_limit < 10
     for size in range(2, 12):
         x = torch.linspace(1.0, -1.0, size)
-        mod, ref = _Quadratic(size), _Quadratic(size)
+        w0 = torch.randn(size, generator=torch.Generator().manual_seed(size))
+        scale = torch.linspace(-0.5, 3.0, size)
+        mod, ref = _Quadratic(w0.clone(), scale), _Quadratic(w0.clone(), scale)
         opt, opt_ref = torch.optim.Adam(mod.parameters(), lr=0.05), torch.optim.Adam(ref.parameters(), lr=0.05)
         step = CompiledStep(mod.loss, True, f"behavior {size}")
         for _ in range(3):
