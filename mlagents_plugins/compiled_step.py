@@ -26,7 +26,10 @@ most per-call wrapper overhead around two graphs.  Adam's state stays in the ``t
 placement of epsilon), evaluated in float32 where PyTorch evaluates the bias-correction scalars in double, so
 parameters differ in the last bits.  The first step of a run is taken eagerly (it creates Adam's state); a
 failure to build the whole step falls back to the loss-only compiled step above, with a warning.
-``MLAGENTS_PLUGINS_WHOLE_STEP=0`` keeps the loss-only step.
+``MLAGENTS_PLUGINS_WHOLE_STEP=0`` keeps the loss-only step.  Whole steps are built for parameters on the CPU only:
+on CUDA (torch 2.11, an H100) muzero_repr's whole-step graph crashed the process with a segmentation fault inside
+Inductor's Triton kernel launcher, which no fallback can catch (docs/gpu.md); there the loss-only graph, checked
+on GPUs before, is used.
 
 ``MLAGENTS_PLUGINS_COMPILE=0`` turns compiling off process-wide (overriding the trainer setting), for
 debugging and for test suites that create many short-lived trainers.
@@ -111,6 +114,12 @@ def _detached(tree: Any) -> Any:
 def _optimized(optimizers: Sequence[Any]) -> List[torch.Tensor]:
     """Every parameter the ``optimizers`` update, in group order."""
     return [p for opt in optimizers for group in opt.param_groups for p in group["params"]]
+
+
+def _on_cpu(optimizers: Sequence[Any]) -> bool:
+    """Whether the parameters the ``optimizers`` update are on the CPU (a trainer keeps all of them on one device)."""
+    params = _optimized(optimizers)
+    return not params or params[0].device.type == "cpu"
 
 
 def _clipped(grads: Sequence[Optional[torch.Tensor]], max_norm: float) -> List[Optional[torch.Tensor]]:
@@ -252,6 +261,11 @@ class CompiledStep:
         for opt in optimizers:
             for group in opt.param_groups:
                 group["lr"] = lr
+        if self._whole is not None and not _on_cpu(optimizers):
+            self._whole = None
+            self.whole_mode = "off (parameters not on the CPU)"
+            logger.info("%s: parameters on %s; compiling the loss only (whole steps are for the CPU)", self.name,
+                        _optimized(optimizers)[0].device)
         if self._whole is not None and ready and before_step is None and all(_plain_adam(o) for o in optimizers):
             if self.whole_mode == "pending":
                 # The run's first step: eagerly (it creates Adam's state; the loss-only graph is not compiled).

@@ -227,6 +227,22 @@ def test_environment_switch_and_before_step_keep_the_two_graph_path(monkeypatch)
     assert len(seen) == 3 and step.whole_mode == "pending"  # never attempted while before_step is given
 
 
+def test_parameters_off_the_cpu_keep_the_two_graph_path(monkeypatch):
+    """Whole steps are for CPU parameters (a whole-step graph crashed the process on CUDA, docs/gpu.md): a step whose
+    optimizers hold parameters elsewhere switches whole steps off and is taken once on the two-graph path."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    assert compiled_step._on_cpu([torch.optim.Adam([torch.zeros(2, requires_grad=True)])])
+    assert not compiled_step._on_cpu([torch.optim.Adam([torch.zeros(2, device="meta", requires_grad=True)])])
+    w, fn = _quadratic()
+    opt = torch.optim.Adam([w], lr=0.05)
+    step = CompiledStep(fn, True, "x")
+    monkeypatch.setattr(compiled_step, "_on_cpu", lambda optimizers: False)
+    for _ in range(2):
+        step.gradient_step([opt], 0.05, torch.tensor([0.5, 2.0, -1.0]))
+    assert step.whole_mode == "off (parameters not on the CPU)" and step._whole is None
+    assert float(opt.state[w]["step"]) == 2.0 and step.mode == "compiled"
+
+
 def test_discrete_log_probs_equal_ml_agents_distribution_with_masks():
     """``networks.discrete_log_probs`` (one traceable graph) against ML-Agents' own ``MultiCategoricalDistribution``
     on branches of different sizes with actions masked in the second one."""
