@@ -27,6 +27,7 @@ SETTINGS = dict(
     init_switch_temperature="initial temperature", action_target_entropy_scale="action target entropy",
     switch_target_entropy="switch target entropy", b1_advantage_clipping="checked: null",
     max_repeat_steps="no work: acting only", randomize_first_state_tau="no work: acting only",
+    critic_layer_norm="critics' hidden layers normalized (true) or not (false)",
 )
 
 
@@ -60,7 +61,8 @@ class MinimalTAAC:
         self.body = swish_mlp(obs_size + act_size, h, n)
         self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)
         self.critics = torch.nn.ModuleList(
-            [swish_mlp(obs_size + act_size, h, n, 1) for _ in range(hp.num_critic_replicas)])
+            [swish_mlp(obs_size + act_size, h, n, 1, layer_norm=bool(hp.critic_layer_norm))
+             for _ in range(hp.num_critic_replicas)])
         self.targets = frozen_copy(self.critics)
         self.log_alpha_a = torch.nn.Parameter(torch.tensor(math.log(hp.init_action_temperature)))
         self.log_alpha_b = torch.nn.Parameter(torch.tensor(math.log(hp.init_switch_temperature)))

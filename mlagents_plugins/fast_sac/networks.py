@@ -16,40 +16,21 @@ from mlagents_envs import logging_util
 
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.torch_entities.distributions import EPSILON as DIST_EPSILON
-from mlagents.trainers.torch_entities.layers import LinearEncoder
 from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
+from mlagents_plugins.critic_norm import LayerNormedCritics
 from mlagents_plugins.fast_sac import losses
 from mlagents_plugins.tensor_utils import call_frozen
 
 logger = logging_util.get_logger(__name__)
 
 
-class NormedSequential(nn.Sequential):
-    """ML-Agents' ``LinearEncoder.seq_layers`` with, when ``layer_norm`` is set, a layer normalization without
-    learned scale or shift after every ``nn.Linear`` (before its activation).  The children and their names are
-    those of the wrapped ``Sequential``, so the ``state_dict`` is unchanged."""
-
-    def __init__(self, seq: nn.Sequential, layer_norm: bool):
-        super().__init__(*seq)
-        self.layer_norm = bool(layer_norm)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self:
-            x = layer(x)
-            if self.layer_norm and isinstance(layer, nn.Linear):
-                x = nn.functional.layer_norm(x, (layer.out_features,))
-        return x
-
-
-class TwinQ(nn.Module):
+class TwinQ(LayerNormedCritics):
     """Two independent Q networks; ``forward`` returns both as [B, S, A] tensors (streams in name order).
 
-    ``layer_norm``: layer normalization in the critics' hidden layers (``NormedSequential``; bodies with
-    hypernetwork goal conditioning have none).  Whether it is on is saved with the weights (extra state); a
-    checkpoint written before that (no extra state) was trained without it, so loading one switches it off."""
+    ``layer_norm``: layer normalization in the critics' hidden layers (``critic_norm``)."""
 
     def __init__(
         self,
@@ -65,42 +46,7 @@ class TwinQ(nn.Module):
         cont = int(action_spec.continuous_size)
         self.q1 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
         self.q2 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
-        self._normed: List[NormedSequential] = []
-        for q in (self.q1, self.q2):
-            encoder = q.network_body._body_endoder
-            if isinstance(encoder, LinearEncoder):
-                encoder.seq_layers = NormedSequential(encoder.seq_layers, layer_norm)
-                self._normed.append(encoder.seq_layers)
-        self._register_load_state_dict_pre_hook(self._before_load)
-
-    @property
-    def layer_norm(self) -> bool:
-        return any(seq.layer_norm for seq in self._normed)
-
-    @layer_norm.setter
-    def layer_norm(self, on: bool) -> None:
-        for seq in self._normed:
-            seq.layer_norm = bool(on)
-
-    def get_extra_state(self) -> dict:
-        return {"layer_norm": self.layer_norm}
-
-    def set_extra_state(self, state: dict) -> None:
-        saved = bool(state.get("layer_norm", False))
-        if saved != self.layer_norm:
-            logger.warning(
-                f"The critics' checkpoint was trained with critic_layer_norm={str(saved).lower()}; they go on that "
-                f"way (the setting {str(self.layer_norm).lower()} applies to new runs)."
-            )
-        self.layer_norm = saved
-
-    def _before_load(self, state_dict, prefix, *args) -> None:
-        if prefix + "_extra_state" not in state_dict and self.layer_norm and any(k.startswith(prefix) for k in state_dict):
-            logger.warning(
-                "The critics' checkpoint was written before critic_layer_norm existed (trained without it); "
-                "they go on without layer normalization."
-            )
-            self.layer_norm = False
+        self._normalize_bodies((self.q1, self.q2), layer_norm)
 
     def _stack(self, out: dict, batch: int) -> torch.Tensor:
         return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)

@@ -19,13 +19,15 @@ from mlagents.trainers.torch_entities.networks import Actor, NetworkBody, ValueN
 from mlagents.trainers.buffer import AgentBuffer
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
+from mlagents_plugins.critic_norm import LayerNormedCritics
 from mlagents_plugins.taac import losses, trajectories
 from mlagents_plugins.taac.trajectories import TrajectoryKind
 from mlagents_plugins.tensor_utils import call_frozen, tanh_gaussian_log_prob
 
 
-class TaacCritic(nn.Module):
-    """``num_critic_replicas`` independent ``Q_i(s, tau)`` networks, one head per reward stream."""
+class TaacCritic(LayerNormedCritics):
+    """``num_critic_replicas`` independent ``Q_i(s, tau)`` networks, one head per reward stream; ``layer_norm``:
+    layer normalization in their hidden layers (``critic_norm``)."""
 
     def __init__(
         self,
@@ -34,6 +36,7 @@ class TaacCritic(nn.Module):
         network_settings: NetworkSettings,
         tau_size: int,
         num_replicas: int,
+        layer_norm: bool = False,
     ):
         super().__init__()
         self.stream_names = list(stream_names)
@@ -43,6 +46,7 @@ class TaacCritic(nn.Module):
                 for _ in range(num_replicas)
             ]
         )
+        self._normalize_bodies(self.replicas, layer_norm)
 
     def forward(self, obs: List[torch.Tensor], tau: torch.Tensor) -> torch.Tensor:
         """``[R, N, K]``: replica x row x reward stream (streams in ``stream_names`` order)."""
@@ -108,6 +112,7 @@ class TaacActor(nn.Module, Actor):
         advantage_clipping: Optional[Tuple[float, float]] = None,
         init_action_temperature: float = 0.1,
         init_switch_temperature: float = 0.1,
+        critic_layer_norm: bool = False,
     ):
         super().__init__()
         self.action_spec = action_spec
@@ -125,7 +130,9 @@ class TaacActor(nn.Module, Actor):
         self.distribution = GaussianDistribution(
             network_settings.hidden_units, self.action_size, conditional_sigma=True, tanh_squash=False
         )
-        self.critic = TaacCritic(stream_names, observation_specs, network_settings, self.tau_size, num_critic_replicas)
+        self.critic = TaacCritic(
+            stream_names, observation_specs, network_settings, self.tau_size, num_critic_replicas, critic_layer_norm
+        )
         self.log_alpha_action = nn.Parameter(torch.tensor(math.log(init_action_temperature)))
         self.log_alpha_switch = nn.Parameter(torch.tensor(math.log(init_switch_temperature)))
 

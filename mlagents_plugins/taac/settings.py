@@ -64,6 +64,10 @@ class TaacSettings(OffPolicyBaseSettings):
     switch_target_entropy: float = attr.ib(default=0.23)
     # [min, max] clip of the advantage Q(s, tau_hat) - Q(s, tau^-) inside the switch softmax, or null.
     b1_advantage_clipping: Optional[List[float]] = attr.ib(default=None)
+    # Layer normalization, without learned scale or shift, after each hidden layer of every critic (before the
+    # activation; mlagents_plugins/critic_norm.py), as fast_sac's critics have it for continuous actions; the
+    # TAAC paper has none.  docs/taac.md "Critic layer normalization".
+    critic_layer_norm: Any = attr.ib(default=True, validator=strict_bool)  # bool
     # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).
     max_repeat_steps: int = attr.ib(default=0, validator=non_negative_int)
     # Start each episode from a uniformly random tau^- instead of zeros (exploration; off in the paper).

@@ -1,4 +1,4 @@
-"""``critic_layer_norm``: layer normalization in the critics' hidden layers (fast_sac.networks.NormedSequential).
+"""``critic_layer_norm``: layer normalization in the critics' hidden layers (critic_norm.NormedSequential).
 
 The math is checked against a float64 loop written here (mean and biased variance over the features, eps 1e-5,
 after each linear layer and before its activation); the state_dict keys stay ML-Agents' own, so checkpoints of
@@ -10,7 +10,8 @@ import torch
 from mlagents.trainers.settings import NetworkSettings
 from mlagents_envs.base_env import ActionSpec
 
-from mlagents_plugins.fast_sac.networks import NormedSequential, TwinQ
+from mlagents_plugins.critic_norm import NormedSequential
+from mlagents_plugins.fast_sac.networks import TwinQ
 from tests.builders import behavior_spec
 from tests.fast_sac.helpers import make_trainer
 
@@ -85,6 +86,21 @@ def test_a_checkpoint_from_before_the_setting_loads_without_layer_norm():
     assert not new.layer_norm
     obs, act = _inputs()
     for a, b in zip(old(obs, act), new(obs, act)):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("saved_on", [True, False])
+def test_extra_state_as_a_dict_from_earlier_checkpoints_loads(saved_on):
+    """Checkpoints before the tensor form saved ``{"layer_norm": bool}``; they load the same way."""
+    saved = _twin(saved_on, seed=8)
+    state = saved.state_dict()
+    assert state["_extra_state"].shape == () and float(state["_extra_state"]) == float(saved_on)
+    state["_extra_state"] = {"layer_norm": saved_on}
+    target = _twin(not saved_on, seed=9)
+    target.load_state_dict(state)
+    assert target.layer_norm is saved_on
+    obs, act = _inputs()
+    for a, b in zip(saved(obs, act), target(obs, act)):
         assert torch.equal(a, b)
 
 

@@ -16,7 +16,9 @@ OBS = 5
 ACT = 2
 
 
-def make_policy(kind=TrajectoryKind.LINEAR, max_repeat_steps=0, randomize=False, deterministic=False, seed=0):
+def make_policy(
+    kind=TrajectoryKind.LINEAR, max_repeat_steps=0, randomize=False, deterministic=False, seed=0, critic_layer_norm=True
+):
     torch.manual_seed(seed)
     spec = BehaviorSpec(
         [ObservationSpec((OBS,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "obs")],
@@ -31,6 +33,7 @@ def make_policy(kind=TrajectoryKind.LINEAR, max_repeat_steps=0, randomize=False,
         max_repeat_steps=max_repeat_steps,
         advantage_clipping=None,
         init_switch_temperature=0.05,
+        critic_layer_norm=critic_layer_norm,
     )
     return TaacPolicy(seed, spec, ns, kwargs, randomize_first_state_tau=randomize)
 
@@ -155,3 +158,8 @@ def test_onnx_graph_uses_only_common_ops(tmp_path):
     assert not ops & {"Split", "RandomNormalLike", "RandomUniformLike", "RandomNormal", "RandomUniform"}, ops
     assert model.opset_import[0].version == 9
     assert [o.name for o in model.graph.output][-1] == "recurrent_out"
+    # The critics' layer normalization (on by default) is exported as plain arithmetic, and the flag saved beside
+    # their weights (extra state) stays out of the file.
+    assert policy.actor.critic.layer_norm and {"ReduceMean", "Sqrt", "Div"} <= ops, ops
+    assert not [i.name for i in model.graph.initializer if "extra_state" in i.name]
+    assert not [i.name for i in model.graph.input if "extra_state" in i.name]

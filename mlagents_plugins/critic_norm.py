@@ -1,0 +1,81 @@
+"""Layer normalization in critics' hidden layers (``critic_layer_norm`` of fast_sac, muzero_repr's SAC head and taac).
+
+Layer normalization (Ba et al. 2016) without learned scale or shift after each hidden linear layer of a critic's
+``NetworkBody`` (before its activation), as in DroQ (Hiraoka et al. 2022) and RLPD (Ball et al. 2023); the SAC
+and TAAC papers have none.  It adds no parameters, so ``state_dict`` keys and Adam's groups are ML-Agents' own and a
+checkpoint of either kind loads into the same module.  Whether it is on is saved with the weights (extra state);
+a checkpoint written without that entry was trained without it, so loading one switches it off, with a warning.
+"""
+from typing import Any, Iterable, List
+
+from mlagents_envs import logging_util
+
+from mlagents.torch_utils import nn, torch
+from mlagents.trainers.torch_entities.layers import LinearEncoder
+
+logger = logging_util.get_logger(__name__)
+
+
+class NormedSequential(nn.Sequential):
+    """ML-Agents' ``LinearEncoder.seq_layers`` with, when ``layer_norm`` is set, a layer normalization without
+    learned scale or shift after every ``nn.Linear`` (before its activation).  The children and their names are
+    those of the wrapped ``Sequential``, so the ``state_dict`` is unchanged."""
+
+    def __init__(self, seq: nn.Sequential, layer_norm: bool):
+        super().__init__(*seq)
+        self.layer_norm = bool(layer_norm)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self:
+            x = layer(x)
+            if self.layer_norm and isinstance(layer, nn.Linear):
+                x = nn.functional.layer_norm(x, (layer.out_features,))
+        return x
+
+
+class LayerNormedCritics(nn.Module):
+    """Base of a module holding critics (ML-Agents ``ValueNetwork``s): ``_normalize_bodies`` wraps each body's
+    hidden layers in ``NormedSequential`` (bodies with hypernetwork goal conditioning have none); ``layer_norm``
+    reads and switches it; the setting travels in ``state_dict`` as extra state."""
+
+    def _normalize_bodies(self, value_networks: Iterable[nn.Module], layer_norm: bool) -> None:
+        self._normed: List[NormedSequential] = []
+        for q in value_networks:
+            encoder = q.network_body._body_endoder
+            if isinstance(encoder, LinearEncoder):
+                encoder.seq_layers = NormedSequential(encoder.seq_layers, layer_norm)
+                self._normed.append(encoder.seq_layers)
+        self._register_load_state_dict_pre_hook(self._before_load)
+
+    @property
+    def layer_norm(self) -> bool:
+        return any(seq.layer_norm for seq in self._normed)
+
+    @layer_norm.setter
+    def layer_norm(self, on: bool) -> None:
+        for seq in self._normed:
+            seq.layer_norm = bool(on)
+
+    def get_extra_state(self) -> torch.Tensor:
+        # A tensor (1.0 = on) on the critics' device, not a dict: tracing for the ONNX export (taac's exported actor
+        # holds its critics) takes every state_dict entry as a tensor, and checkpoints keep each tensor's device.
+        device = next(self.parameters()).device
+        return torch.tensor(1.0 if self.layer_norm else 0.0, device=device)
+
+    def set_extra_state(self, state: Any) -> None:
+        # A dict {"layer_norm": bool} in checkpoints written before the tensor form.
+        saved = bool(state.get("layer_norm", False)) if isinstance(state, dict) else bool(float(state) > 0.5)
+        if saved != self.layer_norm:
+            logger.warning(
+                f"The critics' checkpoint was trained with critic_layer_norm={str(saved).lower()}; they go on that "
+                f"way (the setting {str(self.layer_norm).lower()} applies to new runs)."
+            )
+        self.layer_norm = saved
+
+    def _before_load(self, state_dict, prefix, *args) -> None:
+        if prefix + "_extra_state" not in state_dict and self.layer_norm and any(k.startswith(prefix) for k in state_dict):
+            logger.warning(
+                "The critics' checkpoint was written before critic_layer_norm existed (trained without it); "
+                "they go on without layer normalization."
+            )
+            self.layer_norm = False

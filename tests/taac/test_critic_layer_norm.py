@@ -1,0 +1,53 @@
+"""taac's ``critic_layer_norm`` (the shared ``critic_norm`` module fast_sac uses): the setting reaches the online and
+target critics of the exported actor, and the checkpoint decides whether resumed critics normalize, including
+taac checkpoints written before the setting existed."""
+import pytest
+import torch
+from mlagents_envs.base_env import ActionSpec, BehaviorSpec
+
+from tests.taac.test_trainer import make_trainer, obs_spec
+
+
+def _optimizer(tmp_path, **hyper):
+    trainer = make_trainer(tmp_path, **hyper)
+    trainer.policy = trainer.create_policy(None, BehaviorSpec([obs_spec(5)], ActionSpec.create_continuous(2)))
+    return trainer.create_optimizer()
+
+
+def _q(critic, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    obs = [torch.randn(6, 5, generator=g) * torch.tensor([0.3, 2.0, 1.0, 4.0, 0.5]) + 0.4]
+    tau = torch.rand(6, 2, generator=g) * 1.6 - 0.7
+    return critic(obs, tau)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_setting_reaches_online_and_target_critics(tmp_path, on):
+    opt = _optimizer(tmp_path, critic_layer_norm=on)
+    assert opt.q_networks.layer_norm is on and opt.target_critic.layer_norm is on
+    assert opt.q_networks is opt.policy.actor.critic  # the exported actor's own critics
+    assert len(opt.q_networks._normed) == 2
+    assert all(a is not b for a, b in zip(opt.q_networks._normed, opt.target_critic._normed))
+
+
+def test_default_is_on(tmp_path):
+    assert _optimizer(tmp_path).q_networks.layer_norm is True
+
+
+def test_a_taac_checkpoint_from_before_the_setting_loads_without_layer_norm(tmp_path):
+    old = _optimizer(tmp_path / "a", critic_layer_norm=False).q_networks
+    state = {k: v for k, v in old.state_dict().items() if not k.endswith("_extra_state")}
+    new = _optimizer(tmp_path / "b", critic_layer_norm=True).q_networks
+    missing, unexpected = new.load_state_dict(state, strict=False)  # as ML-Agents' TorchModelSaver loads
+    assert missing == ["_extra_state"] and not unexpected
+    assert not new.layer_norm
+    assert torch.equal(_q(old), _q(new))
+
+
+@pytest.mark.parametrize("saved_on", [True, False])
+def test_the_checkpoint_decides_over_the_setting(tmp_path, saved_on):
+    saved = _optimizer(tmp_path / "a", critic_layer_norm=saved_on).q_networks
+    resumed = _optimizer(tmp_path / "b", critic_layer_norm=not saved_on).q_networks
+    resumed.load_state_dict(saved.state_dict())
+    assert resumed.layer_norm is saved_on
+    assert torch.equal(_q(saved), _q(resumed))
