@@ -39,8 +39,8 @@ SETTINGS = dict(
     actions_after_end="checked: repeat", model_target_update_tau="target model Polyak rate",
     model_target_update_period="target model period", model_learning_rate="model Adam step size",
     model_update_interval="checked: 1", model_updates_per_interval="checked: 1",
-    model_grad_clip="model norm clip", random_shift_pad="no work: vector observations",
-    rl_gradient_to_repr="checked: false", head_hidden_units="head width", head_num_layers="head depth",
+    model_grad_clip="model norm clip", random_shift_pad="no work: vector observations (automatic: 0 for vectors)",
+    rl_gradient_to_repr="checked: false (automatic: false for vectors)", head_hidden_units="head width", head_num_layers="head depth",
 )
 
 
@@ -103,7 +103,7 @@ class MinimalMuZeroRepr:
             raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
-                or hp.rl_gradient_to_repr or hp.prioritized_replay or hp.model_update_interval != 1
+                or hp.rl_gradient_to_repr is True or hp.prioritized_replay or hp.model_update_interval != 1
                 or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):
             raise ValueError("the minimal muzero_repr loop covers the shipped balance config's options only")
         self.hp = hp

@@ -63,6 +63,12 @@ def entropy_scale(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
         fail(attribute.name, value, "a number in [-10, 10]")
 
 
+def optional_non_negative_int(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    """``null`` (the trainer decides) or an integer >= 0."""
+    if value is not None and (not (isinstance(value, int) and not isinstance(value, bool)) or value < 0):
+        fail(attribute.name, value, "an integer >= 0 or null (automatic)")
+
+
 def optional_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
     """``null`` (the trainer decides) or true/false; annotate ``Any``, as for ``strict_bool``."""
     if value is not None and not isinstance(value, bool):

@@ -144,7 +144,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             {"params": list(self.q_net.parameters())},
             {"params": list(self.temperatures.parameters())},
         ]
-        if hp.rl_gradient_to_repr:
+        if self.actor.network_body.rl_gradient_to_repr:
             groups.append({"params": list(self.actor.representation.parameters())})
         self.rl_opt = torch.optim.Adam(groups, lr=hp.learning_rate, **adam)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)

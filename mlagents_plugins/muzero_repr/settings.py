@@ -9,7 +9,7 @@ refused unless left at what muzero_repr can do: ``reward_signal_steps_per_update
 providers to update).  Validators raise
 ``TrainerConfigError`` naming the field, the value and what is allowed.
 """
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import attr
 
@@ -19,11 +19,22 @@ from mlagents_plugins.validators import (
     fail,
     non_negative_float,
     non_negative_int,
+    optional_bool,
+    optional_non_negative_int,
     positive_float,
     positive_int,
     strict_bool,
     unit_interval,
 )
+
+
+#: ``random_shift_pad`` resolved for visual observations (DrQ's 4 pixels on 84x84 images, scaled to 27-36 pixels).
+VISUAL_SHIFT_PAD = 2
+
+
+def has_visual(observation_specs: Sequence[Any]) -> bool:
+    """Whether any observation is an image (rank 3)."""
+    return any(len(spec.shape) == 3 for spec in observation_specs)
 
 
 @attr.s(auto_attribs=True)
@@ -69,14 +80,29 @@ class MuZeroReprSettings(FastSACSettings):
     model_updates_per_interval: int = attr.ib(default=1, validator=positive_int)
     # Clip the model's gradient norm (0 = no clipping).
     model_grad_clip: float = attr.ib(default=10.0, validator=non_negative_float)
-    # DrQ random-shift augmentation of visual observations by up to this many pixels (0 = off).
-    random_shift_pad: int = attr.ib(default=0, validator=non_negative_int)
+    # DrQ random-shift augmentation of visual observations by up to this many pixels (0 = off); null = automatic:
+    # VISUAL_SHIFT_PAD with visual observations, where the tuning scene "camera" learned only with it and
+    # rl_gradient_to_repr (docs/muzero_repr.md "Automatic pixel defaults").
+    random_shift_pad: Any = attr.ib(default=None, validator=optional_non_negative_int)  # Optional[int]
     # --- RL head ---
-    # Let the RL (actor/critic) losses backpropagate into the representation (ALF default: off).
-    rl_gradient_to_repr: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
+    # Let the critic's TD loss backpropagate into the representation (ALF default: off); null = automatic: on with
+    # visual observations (the model's losses alone left "camera" at random play), off for vectors.
+    rl_gradient_to_repr: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Hidden units / layers of the actor and critics on top of the latent.
     head_hidden_units: int = attr.ib(default=128, validator=positive_int)
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
+
+    def repr_gets_rl_gradient(self, observation_specs: Sequence[Any]) -> bool:
+        """``rl_gradient_to_repr``, or when null, whether there are visual observations."""
+        if self.rl_gradient_to_repr is not None:
+            return bool(self.rl_gradient_to_repr)
+        return has_visual(observation_specs)
+
+    def shift_pad(self, observation_specs: Sequence[Any]) -> int:
+        """``random_shift_pad``, or when null, ``VISUAL_SHIFT_PAD`` with visual observations and 0 without."""
+        if self.random_shift_pad is not None:
+            return int(self.random_shift_pad)
+        return VISUAL_SHIFT_PAD if has_visual(observation_specs) else 0
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()

@@ -68,7 +68,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
                 "latent_size": hp.latent_size,
                 "head_hidden_units": hp.head_hidden_units,
                 "head_num_layers": hp.head_num_layers,
-                "rl_gradient_to_repr": hp.rl_gradient_to_repr,
+                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(behavior_spec.observation_specs),
                 "conditional_sigma": True,
                 "tanh_squash": True,
             },
@@ -103,7 +103,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             self.replay, starts, weights, self.policy.behavior_spec,
             num_unroll_steps=hp.num_unroll_steps, td_steps=hp.td_steps, reward_scale=opt.reward_scale,
             with_future_obs=hp.train_repr_prediction, actions_after_end=hp.actions_after_end,
-            shift_pad=hp.random_shift_pad, torch_rng=self.torch_rng, device=opt.device,
+            shift_pad=hp.shift_pad(self.policy.behavior_spec.observation_specs), torch_rng=self.torch_rng, device=opt.device,
         )
 
     def sample_rl_batch(self, rng: Optional[np.random.Generator] = None, per_beta: Optional[float] = None) -> SACBatch:
@@ -113,7 +113,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         starts, weights = self._starts(rng, per_beta)
         return muzero_batch.rl_batch(
             self.replay, starts, weights, self.policy.behavior_spec, n_step=hp.n_step,
-            reward_scale=opt.reward_scale, gamma=opt.gamma, shift_pad=hp.random_shift_pad,
+            reward_scale=opt.reward_scale, gamma=opt.gamma, shift_pad=hp.shift_pad(self.policy.behavior_spec.observation_specs),
             torch_rng=self.torch_rng, device=opt.device,
         )
 

@@ -12,7 +12,28 @@ def test_defaults_and_structure_from_yaml_dict():
     s = cattr.structure({"num_unroll_steps": 3, "td_steps": 4, "actions_after_end": "random"}, MuZeroReprSettings)
     assert (s.num_unroll_steps, s.td_steps, s.actions_after_end) == (3, 4, "random")
     assert s.recurrent_gradient_scaling_factor == 0.5
-    assert s.rl_gradient_to_repr is False
+    assert s.rl_gradient_to_repr is None and s.random_shift_pad is None  # automatic
+
+
+@pytest.mark.parametrize("rl_grad, pad, visual, expected", [
+    (None, None, True, (True, 2)), (None, None, False, (False, 0)),
+    (False, 0, True, (False, 0)), (True, 3, False, (True, 3)),
+])
+def test_automatic_pixel_defaults_follow_the_observations(tmp_path, rl_grad, pad, visual, expected):
+    """null: the critic's gradient in h and DrQ shifts of 2 pixels with images, neither for vectors; set values win.
+    Checked where they act: the actor's latent, the RL optimizer's groups and the replay batches' shift."""
+    from tests.builders import behavior_spec
+    from tests.muzero_repr.muzero_helpers import make_trainer
+
+    shapes = ((3, 20, 20), (2,)) if visual else ((5,),)
+    trainer = make_trainer(behavior_spec(shapes, cont=2), tmp_path, rl_gradient_to_repr=rl_grad, random_shift_pad=pad)
+    specs = trainer.policy.behavior_spec.observation_specs
+    hp = trainer.muzero_settings
+    assert (hp.repr_gets_rl_gradient(specs), hp.shift_pad(specs)) == expected
+    assert trainer.policy.actor.network_body.rl_gradient_to_repr is expected[0]
+    h_params = {id(p) for p in trainer.policy.actor.representation.parameters()}
+    rl_params = {id(p) for g in trainer.optimizer.rl_opt.param_groups for p in g["params"]}
+    assert bool(h_params & rl_params) is expected[0]
 
 
 @pytest.mark.parametrize(
@@ -23,7 +44,8 @@ def test_defaults_and_structure_from_yaml_dict():
         ("recurrent_gradient_scaling_factor", 1.5, "in \\[0, 1\\]"),
         ("support_size", -1, "an integer >= 0"),
         ("support_size", 5000, "\\[0, 1000\\]"),
-        ("rl_gradient_to_repr", "yes", "true or false"),
+        ("rl_gradient_to_repr", "yes", "true, false or null"),
+        ("random_shift_pad", -1, "an integer >= 0 or null"),
         ("value_loss_weight", -0.1, ">= 0"),
     ],
 )
