@@ -118,8 +118,8 @@ def _optimized(optimizers: Sequence[Any]) -> List[torch.Tensor]:
 
 def _on_cpu(optimizers: Sequence[Any]) -> bool:
     """Whether the parameters the ``optimizers`` update are on the CPU (a trainer keeps all of them on one device)."""
-    params = _optimized(optimizers)
-    return not params or params[0].device.type == "cpu"
+    first = next((p for opt in optimizers for group in opt.param_groups for p in group["params"]), None)
+    return first is None or first.device.type == "cpu"
 
 
 def _clipped(grads: Sequence[Optional[torch.Tensor]], max_norm: float) -> List[Optional[torch.Tensor]]:
@@ -261,11 +261,11 @@ class CompiledStep:
         for opt in optimizers:
             for group in opt.param_groups:
                 group["lr"] = lr
-        if self._whole is not None and not _on_cpu(optimizers):
+        # Checked once, at the first step (a trainer's parameters stay on their device).
+        if self.whole_mode == "pending" and not _on_cpu(optimizers):
             self._whole = None
             self.whole_mode = "off (parameters not on the CPU)"
-            logger.info("%s: parameters on %s; compiling the loss only (whole steps are for the CPU)", self.name,
-                        _optimized(optimizers)[0].device)
+            logger.info("%s: parameters not on the CPU; compiling the loss only (whole steps are for the CPU)", self.name)
         if self._whole is not None and ready and before_step is None and all(_plain_adam(o) for o in optimizers):
             if self.whole_mode == "pending":
                 # The run's first step: eagerly (it creates Adam's state; the loss-only graph is not compiled).
