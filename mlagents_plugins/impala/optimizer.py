@@ -118,11 +118,13 @@ class TorchImpalaOptimizer(TorchOptimizer):
             batch.continuous_action,
             [discrete[:, i] for i in range(discrete.shape[1])] if discrete.shape[1] > 0 else None,
         )
+        # The networks run on the N real steps only; batch.time_major spreads their outputs over [T, B].
         run_out = self.policy.actor.get_stats(batch.obs, actions, masks=batch.action_mask, sequence_length=1)
-        target_log_probs = run_out["log_probs"].flatten()  # [T*B, K]
-        log_pi_t = target_log_probs.sum(dim=1).reshape(T, B)
-        entropy_t = run_out["entropy"].reshape(T, B)
-        log_rho_t = losses.log_importance_ratio(target_log_probs.detach(), batch.behaviour_log_probs).reshape(T, B)
+        target_log_probs = run_out["log_probs"].flatten()  # [N, K]
+        log_pi_t = batch.time_major(target_log_probs.sum(dim=1))
+        entropy_t = batch.time_major(run_out["entropy"].reshape(-1))
+        log_rho_t = batch.time_major(
+            losses.log_importance_ratio(target_log_probs.detach(), batch.behaviour_log_probs))
 
         values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
         with torch.no_grad():
@@ -133,7 +135,7 @@ class TorchImpalaOptimizer(TorchOptimizer):
         pg_advantage_t = torch.zeros_like(mask_t)
         value_loss = torch.zeros((), device=mask_t.device)
         for name in self.stream_names:
-            v_tm1 = values[name].reshape(T, B)
+            v_tm1 = batch.time_major(values[name].reshape(-1))
             returns = losses.vtrace(
                 log_rho_t,
                 self._discount_t(name, batch),
@@ -154,7 +156,7 @@ class TorchImpalaOptimizer(TorchOptimizer):
         if hp.normalize_advantage:
             pg_advantage_t = losses.standardize(pg_advantage_t, mask_t)
         if use_surrogate:
-            log_mu_t = batch.behaviour_log_probs.sum(dim=1).reshape(T, B)
+            log_mu_t = batch.time_major(batch.behaviour_log_probs.sum(dim=1))
             clip = self.surrogate_clip_now()
             policy_loss = losses.clipped_surrogate_loss(log_pi_t, log_mu_t, pg_advantage_t, mask_t, clip)
             outside = losses.fraction_outside_clip(log_rho_t, mask_t, clip)

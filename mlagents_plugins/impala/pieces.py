@@ -89,19 +89,33 @@ def cut_trajectory(
 
 
 class PieceBatch(NamedTuple):
-    """``B`` pieces padded to ``T`` steps, on the torch device.  Per-step tensors are time-major
-    ``[T, B]``; network inputs are flattened time-major (row ``t * B + b``)."""
+    """``B`` pieces padded to ``T`` steps, on the torch device.  Per-step tensors are time-major ``[T, B]``.
 
-    obs: List[torch.Tensor]  # per spec [T*B, *shape]
+    Network inputs (observations, actions, masks, behaviour log-probabilities) hold only the ``N`` real steps,
+    in time-major order: their row ``i`` is row ``real_rows[i]`` = ``t * B + b`` of the padded ``[T * B]``
+    layout.  Pieces end at episode ends, so with short episodes most of ``T * B`` is padding (3-step episodes
+    and ``unroll_length`` 32: 9 of 10 rows); the learner's networks see only the real ones, and
+    ``time_major`` puts their per-row outputs back into ``[T, B]`` (zero on padding, which every loss masks).
+    """
+
+    obs: List[torch.Tensor]  # per spec [N, *shape]
     bootstrap_obs: List[torch.Tensor]  # per spec [B, *shape]
-    continuous_action: torch.Tensor  # [T*B, continuous_size]
-    discrete_action: torch.Tensor  # [T*B, num_branches] (long)
-    action_mask: torch.Tensor  # [T*B, sum(branches)]
-    behaviour_log_probs: torch.Tensor  # [T*B, K]
+    continuous_action: torch.Tensor  # [N, continuous_size]
+    discrete_action: torch.Tensor  # [N, num_branches] (long)
+    action_mask: torch.Tensor  # [N, sum(branches)]
+    behaviour_log_probs: torch.Tensor  # [N, K]
     rewards: Dict[str, torch.Tensor]  # stream -> [T, B]
     terminal_t: torch.Tensor  # [T, B]: 1 at the last step of a terminal piece
     mask_t: torch.Tensor  # [T, B]: 1 on real steps
+    real_rows: torch.Tensor  # [N] (long): row t * B + b of each real step, ascending
     acting_version: np.ndarray  # [number of real steps]
+
+    def time_major(self, x_n: torch.Tensor) -> torch.Tensor:
+        """``[N]`` per-real-step values -> ``[T, B]``, zero on padding; differentiable in ``x_n``."""
+        T, B = self.mask_t.shape
+        if x_n.shape != self.real_rows.shape:
+            raise ValueError(f"x_n must be [N] = {list(self.real_rows.shape)}, got shape {list(x_n.shape)}")
+        return x_n.new_zeros(T * B).index_copy(0, self.real_rows, x_n).reshape(T, B)
 
 
 def _pad_time_major(arrays: List[np.ndarray], T: int, fill: float = 0.0) -> np.ndarray:
@@ -116,9 +130,13 @@ def _pad_time_major(arrays: List[np.ndarray], T: int, fill: float = 0.0) -> np.n
 def make_batch(pieces: List[Piece], unroll_length: int) -> PieceBatch:
     T, B = unroll_length, len(pieces)
     device = default_device()
+    # Real step t of piece b is row t * B + b; stacking the pieces one after another and sorting by that row
+    # gives the time-major order of the real steps without building the padded arrays.
+    piece_rows = np.concatenate([np.arange(p.length) * B + b for b, p in enumerate(pieces)])
+    order = np.argsort(piece_rows, kind="stable")
 
-    def flat(x: np.ndarray, dtype=torch.float32) -> torch.Tensor:
-        return torch.as_tensor(x.reshape((T * B,) + x.shape[2:]), dtype=dtype, device=device)
+    def real(arrays: List[np.ndarray], dtype=torch.float32) -> torch.Tensor:
+        return torch.as_tensor(np.concatenate(arrays)[order], dtype=dtype, device=device)
 
     def tm(x: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(x, dtype=torch.float32, device=device)
@@ -130,21 +148,21 @@ def make_batch(pieces: List[Piece], unroll_length: int) -> PieceBatch:
         terminal[p.length - 1, b] = float(p.terminal)
     num_obs = len(pieces[0].obs)
     return PieceBatch(
-        obs=[flat(_pad_time_major([p.obs[i] for p in pieces], T)) for i in range(num_obs)],
+        obs=[real([p.obs[i] for p in pieces]) for i in range(num_obs)],
         bootstrap_obs=[
             torch.as_tensor(np.stack([p.bootstrap_obs[i] for p in pieces]), dtype=torch.float32, device=device)
             for i in range(num_obs)
         ],
-        continuous_action=flat(_pad_time_major([p.continuous_action for p in pieces], T)),
-        discrete_action=flat(_pad_time_major([p.discrete_action for p in pieces], T), dtype=torch.long),
-        # padding allows every action so the padded rows stay valid distributions
-        action_mask=flat(_pad_time_major([p.action_mask for p in pieces], T, fill=1.0)),
-        behaviour_log_probs=flat(_pad_time_major([p.behaviour_log_probs for p in pieces], T)),
+        continuous_action=real([p.continuous_action for p in pieces]),
+        discrete_action=real([p.discrete_action for p in pieces], dtype=torch.long),
+        action_mask=real([p.action_mask for p in pieces]),
+        behaviour_log_probs=real([p.behaviour_log_probs for p in pieces]),
         rewards={
             name: tm(_pad_time_major([p.rewards[name] for p in pieces], T)) for name in pieces[0].rewards
         },
         terminal_t=tm(terminal),
         mask_t=tm(mask),
+        real_rows=torch.as_tensor(piece_rows[order], dtype=torch.long, device=device),
         acting_version=np.concatenate([p.acting_version for p in pieces]),
     )
 

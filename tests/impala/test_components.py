@@ -45,7 +45,7 @@ def test_cut_trajectory_pieces_bootstrap_and_terminal(done, interrupted):
     assert [p.terminal for p in pieces] == [False, False, done and not interrupted]
 
 
-def test_make_batch_is_time_major_and_padded():
+def test_make_batch_is_time_major_and_keeps_only_real_steps_for_the_networks():
     spec = impala_spec(1, (2, 3))
     rng = np.random.default_rng(1)
     pieces = []
@@ -55,11 +55,18 @@ def test_make_batch_is_time_major_and_padded():
     batch = make_batch(pieces, 5)
     assert batch.mask_t.tolist() == [[1, 1], [1, 1], [1, 1], [1, 0], [1, 0]]
     assert batch.terminal_t[:, 1].tolist() == [0, 0, 1, 0, 0] and batch.terminal_t[:, 0].sum() == 0
-    # row t * B + b holds piece b's step t
-    assert batch.obs[0][1 * 2 + 1, 0].item() == 11.0 and batch.obs[0][4 * 2 + 0, 0].item() == 4.0
+    # 8 real steps of the 10 padded rows; row t * B + b holds piece b's step t, in time-major order
+    assert batch.real_rows.tolist() == [0, 1, 2, 3, 4, 5, 6, 8]
+    assert batch.obs[0][:, 0].tolist() == [0.0, 10.0, 1.0, 11.0, 2.0, 12.0, 3.0, 4.0]
+    assert batch.continuous_action.shape == (8, 1) and batch.discrete_action.shape == (8, 2)
+    assert batch.action_mask.shape == (8, 5) and batch.behaviour_log_probs.shape[0] == 8
     assert batch.bootstrap_obs[0][:, 0].tolist() == [5.0, 13.0]
-    assert torch.all(batch.action_mask[3 * 2 + 1] == 1.0)  # padding allows every action
     assert batch.rewards["extrinsic"].shape == (5, 2)
+    # time_major puts per-step values back at (t, b), zero on padding
+    tm = batch.time_major(torch.arange(1.0, 9.0))
+    assert tm.tolist() == [[1, 2], [3, 4], [5, 6], [7, 0], [8, 0]]
+    with pytest.raises(ValueError, match="x_n must be"):
+        batch.time_major(torch.zeros(10))
 
 
 def test_piece_queue_counts_steps_fifo_reuse_bound_and_capacity():
@@ -159,6 +166,50 @@ def test_gradient_routing_shared_critic_and_update_moves_parameters():
     stats = opt.update(batch)
     assert any(not torch.equal(b, p) for b, p in zip(before, policy.actor.parameters()))
     assert 0.0 < stats["IMPALA/Mean Clipped Rho"] <= 1.0
+
+
+def _padded(batch):
+    """The same batch with the networks' inputs padded to all ``T * B`` rows (padding: zeros, every action
+    allowed), as the learner computed it before it ran on real steps only."""
+    T, B = batch.mask_t.shape
+
+    def pad(x, fill=0.0):
+        out = torch.full((T * B,) + tuple(x.shape[1:]), fill, dtype=x.dtype)
+        out[batch.real_rows] = x
+        return out
+
+    return batch._replace(
+        obs=[pad(o) for o in batch.obs], continuous_action=pad(batch.continuous_action),
+        discrete_action=pad(batch.discrete_action), action_mask=pad(batch.action_mask, 1.0),
+        behaviour_log_probs=pad(batch.behaviour_log_probs), real_rows=torch.arange(T * B))
+
+
+@pytest.mark.parametrize("shared_critic", [False, True])
+def test_losses_on_real_steps_equal_the_padded_computation(shared_critic):
+    """Running the networks on the real steps only changes no loss and no gradient: padded rows are masked."""
+    torch.manual_seed(0)
+    spec = impala_spec(2, (3, 2))
+    settings = trainer_settings(shared_critic=shared_critic)
+    actor_cls = SharedActorCritic if shared_critic else SimpleActor
+    policy = ImpalaPolicy(0, spec, settings.network_settings, actor_cls, {"stream_names": ["extrinsic"]} if shared_critic else {})
+    opt = TorchImpalaOptimizer(policy, settings)
+    batch = _batch_for(spec)
+    assert batch.real_rows.numel() == int(batch.mask_t.sum()) < batch.mask_t.numel()
+    params = [p for p in list(policy.actor.parameters()) + list(opt.critic.parameters()) if p.requires_grad]
+    results = []
+    for b in (batch, _padded(batch)):
+        terms = opt.compute_losses(b)
+        loss = terms.policy_loss + 0.5 * terms.value_loss + 0.01 * terms.entropy_loss
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        results.append((terms, [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]))
+    (real, g_real), (padded, g_padded) = results
+    for name in ("policy_loss", "value_loss", "entropy_loss"):
+        assert getattr(real, name).item() == pytest.approx(getattr(padded, name).item(), rel=1e-5, abs=1e-6), name
+    assert real.approx_kl == pytest.approx(padded.approx_kl, rel=1e-5, abs=1e-7)
+    # float32: the weight gradients sum the same nonzero row terms (padded rows add exact zeros) in another
+    # blocking order, so they agree to a few ulps of the summed magnitudes, far inside these tolerances.
+    for a, b in zip(g_real, g_padded):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize(
