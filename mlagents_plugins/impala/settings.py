@@ -55,8 +55,8 @@ class ImpalaSettings(HyperparamSettings):
     surrogate_clip_schedule: ScheduleType = ScheduleType.CONSTANT
     # lambda multiplying every c_i (paper sec. 4.2 / DI-engine lambda_); 1 = plain V-trace.  DEVIATION: the
     # default 0.95 is built-in ppo's lambd default (the paper's is 1), so a ppo config that leaves lambd unset
-    # means the same here; with it the targets and advantages behave like ppo's GAE(0.95) on fresh data, which
-    # learned pixels in about half the steps of plain V-trace (docs/impala.md, "Defaults").
+    # means the same here; on fresh data the value targets are then ppo's lambda-returns (evidence
+    # for the choice: docs/impala.md, "Defaults").
     trace_lambda: float = attr.ib(default=0.95, validator=unit_interval)
     # Weight of the baseline (value) loss.
     value_weight: float = attr.ib(default=0.5, validator=non_negative_float)
