@@ -110,7 +110,7 @@ class TorchImpalaOptimizer(TorchOptimizer):
     def compute_losses(self, batch: PieceBatch) -> LossTerms:
         """Learner forward pass and V-trace on one batch (no optimizer step)."""
         hp = self.hyperparameters
-        T, B = batch.mask_t.shape
+        B = batch.mask_t.shape[1]
         mask_t = batch.mask_t
 
         discrete = batch.discrete_action

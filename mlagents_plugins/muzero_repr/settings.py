@@ -15,6 +15,7 @@ import attr
 
 from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
 from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.offpolicy.rows import is_compact_obs
 from mlagents_plugins.validators import (
     fail,
     non_negative_float,
@@ -33,8 +34,8 @@ VISUAL_SHIFT_PAD = 2
 
 
 def has_visual(observation_specs: Sequence[Any]) -> bool:
-    """Whether any observation is an image (rank 3)."""
-    return any(len(spec.shape) == 3 for spec in observation_specs)
+    """Whether any observation is an image (rank 3, as the replay stores camera frames)."""
+    return any(is_compact_obs(spec.shape) for spec in observation_specs)
 
 
 @attr.s(auto_attribs=True)

@@ -59,6 +59,8 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
 
     def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TorchPolicy:
         hp = self.muzero_settings
+        # random_shift_pad resolved once for this behavior's observations (null: automatic); every batch uses it.
+        self.shift_pad = hp.shift_pad(behavior_spec.observation_specs)
         return TorchPolicy(
             self.seed,
             behavior_spec,
@@ -103,7 +105,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             self.replay, starts, weights, self.policy.behavior_spec,
             num_unroll_steps=hp.num_unroll_steps, td_steps=hp.td_steps, reward_scale=opt.reward_scale,
             with_future_obs=hp.train_repr_prediction, actions_after_end=hp.actions_after_end,
-            shift_pad=hp.shift_pad(self.policy.behavior_spec.observation_specs), torch_rng=self.torch_rng, device=opt.device,
+            shift_pad=self.shift_pad, torch_rng=self.torch_rng, device=opt.device,
         )
 
     def sample_rl_batch(self, rng: Optional[np.random.Generator] = None, per_beta: Optional[float] = None) -> SACBatch:
@@ -113,7 +115,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         starts, weights = self._starts(rng, per_beta)
         return muzero_batch.rl_batch(
             self.replay, starts, weights, self.policy.behavior_spec, n_step=hp.n_step,
-            reward_scale=opt.reward_scale, gamma=opt.gamma, shift_pad=hp.shift_pad(self.policy.behavior_spec.observation_specs),
+            reward_scale=opt.reward_scale, gamma=opt.gamma, shift_pad=self.shift_pad,
             torch_rng=self.torch_rng, device=opt.device,
         )
 

@@ -30,6 +30,7 @@ def test_automatic_pixel_defaults_follow_the_observations(tmp_path, rl_grad, pad
     specs = trainer.policy.behavior_spec.observation_specs
     hp = trainer.muzero_settings
     assert (hp.repr_gets_rl_gradient(specs), hp.shift_pad(specs)) == expected
+    assert trainer.shift_pad == expected[1]  # what every replay batch is shifted by
     assert trainer.policy.actor.network_body.rl_gradient_to_repr is expected[0]
     h_params = {id(p) for p in trainer.policy.actor.representation.parameters()}
     rl_params = {id(p) for g in trainer.optimizer.rl_opt.param_groups for p in g["params"]}
