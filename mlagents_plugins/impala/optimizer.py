@@ -10,7 +10,7 @@ Kernels (same math): the separate critic's Swish is fused (the trainer fuses the
 fused kernel where torch has one for the device, and the update's fp32 matmuls use oneDNN on CPU where a
 probe shows it exact and faster (``fast_cpu_matmul``; ``mlagents_plugins/fast_kernels.py``).
 """
-from typing import Dict, List, NamedTuple, cast
+from typing import Dict, List, NamedTuple, Optional, Tuple, cast
 
 from mlagents.torch_utils import torch, default_device
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
@@ -48,6 +48,13 @@ class LossTerms(NamedTuple):
     importance: losses.ImportanceStats
     approx_kl: float  # KL(mu || pi) estimate on the batch
     fraction_outside_clip: float  # steps with pi/mu outside 1 +- surrogate_clip (0 when it is off)
+
+
+class PassTargets(NamedTuple):
+    """Targets of one pass over a round's steps (``update_style: epochs``), per real step ``[N]``."""
+
+    vs: Dict[str, torch.Tensor]  # V-trace value target per reward stream
+    advantage: torch.Tensor  # summed over streams: q_t - V(x_t), standardised over the pass when asked
 
 
 class TorchImpalaOptimizer(TorchOptimizer):
@@ -107,33 +114,32 @@ class TorchImpalaOptimizer(TorchOptimizer):
             discount = discount * (1.0 - batch.terminal_t)
         return discount
 
-    def compute_losses(self, batch: PieceBatch) -> LossTerms:
-        """Learner forward pass and V-trace on one batch (no optimizer step)."""
+    @staticmethod
+    def _actions(batch: PieceBatch, rows: Optional[torch.Tensor] = None) -> AgentAction:
+        """The stored actions of the batch's real steps (of ``rows`` among them when given)."""
+        continuous, discrete = batch.continuous_action, batch.discrete_action
+        if rows is not None:
+            continuous, discrete = continuous[rows], discrete[rows]
+        branches = [discrete[:, i] for i in range(discrete.shape[1])] if discrete.shape[1] > 0 else None
+        return AgentAction(continuous, branches)
+
+    def _vtrace_streams(
+        self, batch: PieceBatch, log_rho_t: torch.Tensor, values: Dict[str, torch.Tensor],
+        bootstrap: Dict[str, torch.Tensor], pg_weighted: bool = True,
+    ) -> Tuple[Dict[str, torch.Tensor], Dict[str, losses.VTraceReturns], torch.Tensor]:
+        """V-trace per reward stream: (v_tm1 [T, B] per stream, its returns, the policy's advantage [T, B]).
+
+        The advantage is summed over streams (the return of the summed reward) and standardised over the batch's
+        real steps when ``normalize_advantage``.  With the surrogate it is ``q_t - V(x_t)`` (the ratio pi/mu
+        weights each sample itself); without, the paper's ``pg_rho (q_t - V(x_t))``, or ``q_t - V(x_t)`` when
+        ``pg_weighted`` is false (the caller weights it later).
+        """
         hp = self.hyperparameters
         B = batch.mask_t.shape[1]
         mask_t = batch.mask_t
-
-        discrete = batch.discrete_action
-        actions = AgentAction(
-            batch.continuous_action,
-            [discrete[:, i] for i in range(discrete.shape[1])] if discrete.shape[1] > 0 else None,
-        )
-        # The networks run on the N real steps only; batch.time_major spreads their outputs over [T, B].
-        run_out = self.policy.actor.get_stats(batch.obs, actions, masks=batch.action_mask, sequence_length=1)
-        target_log_probs = run_out["log_probs"].flatten()  # [N, K]
-        log_pi_t = batch.time_major(target_log_probs.sum(dim=1))
-        entropy_t = batch.time_major(run_out["entropy"].reshape(-1))
-        log_rho_t = batch.time_major(
-            losses.log_importance_ratio(target_log_probs.detach(), batch.behaviour_log_probs))
-
-        values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
-        with torch.no_grad():
-            bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
-
-        # Surrogate: the ratio pi/mu weights each sample itself, so its advantage is q_t - V(x_t) (no pg_rho).
-        use_surrogate = self.decay_surrogate_clip is not None
-        pg_advantage_t = torch.zeros_like(mask_t)
-        value_loss = torch.zeros((), device=mask_t.device)
+        v_tm1_by_stream: Dict[str, torch.Tensor] = {}
+        returns_by_stream: Dict[str, losses.VTraceReturns] = {}
+        advantage_t = torch.zeros_like(mask_t)
         for name in self.stream_names:
             v_tm1 = batch.time_major(values[name].reshape(-1))
             returns = losses.vtrace(
@@ -148,46 +154,70 @@ class TorchImpalaOptimizer(TorchOptimizer):
                 pg_rho_clip=hp.pg_rho_clip,
                 lambda_=hp.trace_lambda,
             )
-            if use_surrogate:
-                pg_advantage_t = pg_advantage_t + (returns.q_t - v_tm1.detach()) * mask_t
+            if self.decay_surrogate_clip is not None or not pg_weighted:
+                advantage_t = advantage_t + (returns.q_t - v_tm1.detach()) * mask_t
             else:
-                pg_advantage_t = pg_advantage_t + returns.pg_advantage
-            value_loss = value_loss + losses.baseline_loss(v_tm1, returns.vs, mask_t)
+                advantage_t = advantage_t + returns.pg_advantage
+            v_tm1_by_stream[name], returns_by_stream[name] = v_tm1, returns
         if hp.normalize_advantage:
-            pg_advantage_t = losses.standardize(pg_advantage_t, mask_t)
-        if use_surrogate:
-            log_mu_t = batch.time_major(batch.behaviour_log_probs.sum(dim=1))
-            clip = self.surrogate_clip_now()
-            policy_loss = losses.clipped_surrogate_loss(log_pi_t, log_mu_t, pg_advantage_t, mask_t, clip)
-            outside = losses.fraction_outside_clip(log_rho_t, mask_t, clip)
-        else:
-            policy_loss = losses.policy_gradient_loss(log_pi_t, pg_advantage_t, mask_t)
-            outside = 0.0
+            advantage_t = losses.standardize(advantage_t, mask_t)
+        return v_tm1_by_stream, returns_by_stream, advantage_t
+
+    def _policy_loss(
+        self, log_pi_t: torch.Tensor, log_mu_t: torch.Tensor, advantage_t: torch.Tensor, mask_t: torch.Tensor
+    ) -> Tuple[torch.Tensor, float]:
+        """(policy loss, fraction of steps outside the surrogate clip): the clipped surrogate when
+        ``surrogate_clip`` is set, else the paper's policy gradient on an advantage already weighted by pg_rho."""
+        if self.decay_surrogate_clip is None:
+            return losses.policy_gradient_loss(log_pi_t, advantage_t, mask_t), 0.0
+        clip = self.surrogate_clip_now()
+        log_rho_t = (log_pi_t - log_mu_t).detach()
+        return (losses.clipped_surrogate_loss(log_pi_t, log_mu_t, advantage_t, mask_t, clip),
+                losses.fraction_outside_clip(log_rho_t, mask_t, clip))
+
+    def compute_losses(self, batch: PieceBatch) -> LossTerms:
+        """Learner forward pass and V-trace on one batch (no optimizer step)."""
+        mask_t = batch.mask_t
+        # The networks run on the N real steps only; batch.time_major spreads their outputs over [T, B].
+        run_out = self.policy.actor.get_stats(
+            batch.obs, self._actions(batch), masks=batch.action_mask, sequence_length=1)
+        target_log_probs = run_out["log_probs"].flatten()  # [N, K]
+        log_pi_t = batch.time_major(target_log_probs.sum(dim=1))
+        entropy_t = batch.time_major(run_out["entropy"].reshape(-1))
+        log_rho_t = batch.time_major(
+            losses.log_importance_ratio(target_log_probs.detach(), batch.behaviour_log_probs))
+
+        values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
+        with torch.no_grad():
+            bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
+        v_tm1_by_stream, returns_by_stream, advantage_t = self._vtrace_streams(batch, log_rho_t, values, bootstrap)
+        value_loss = torch.zeros((), device=mask_t.device)
+        for name in self.stream_names:
+            value_loss = value_loss + losses.baseline_loss(v_tm1_by_stream[name], returns_by_stream[name].vs, mask_t)
+        log_mu_t = batch.time_major(batch.behaviour_log_probs.sum(dim=1))
+        policy_loss, outside = self._policy_loss(log_pi_t, log_mu_t, advantage_t, mask_t)
         return LossTerms(
             policy_loss=policy_loss,
             value_loss=value_loss,
             entropy_loss=losses.entropy_loss(entropy_t, mask_t),
-            importance=losses.importance_stats(log_rho_t, mask_t, hp.rho_clip),
+            importance=losses.importance_stats(log_rho_t, mask_t, self.hyperparameters.rho_clip),
             approx_kl=losses.approx_kl(log_rho_t, mask_t),
             fraction_outside_clip=outside,
         )
 
-    @timed
-    def update(self, batch: PieceBatch) -> Dict[str, float]:
-        """One gradient step on ``policy + value_weight * value + entropy_weight * entropy`` losses."""
+    def _step(self, terms: LossTerms) -> Dict[str, float]:
+        """One optimizer step on ``policy + value_weight * value + entropy_weight * entropy``; its stats."""
         hp = self.hyperparameters
         step = self.policy.get_current_step()
         lr = self.decay_learning_rate.get_value(step)
         entropy_weight = self.decay_entropy_weight.get_value(step)
-        with self.matmul_kernels.scope():
-            terms = self.compute_losses(batch)
-            loss = terms.policy_loss + hp.value_weight * terms.value_loss + entropy_weight * terms.entropy_loss
-            ModelUtils.update_learning_rate(self.optimizer, lr)
-            self.optimizer.zero_grad()
-            loss.backward()
-            max_norm = hp.grad_clip_norm if hp.grad_clip_norm is not None else float("inf")
-            grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
-            self.optimizer.step()
+        loss = terms.policy_loss + hp.value_weight * terms.value_loss + entropy_weight * terms.entropy_loss
+        ModelUtils.update_learning_rate(self.optimizer, lr)
+        self.optimizer.zero_grad()
+        loss.backward()
+        max_norm = hp.grad_clip_norm if hp.grad_clip_norm is not None else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
+        self.optimizer.step()
         return {
             STAT_POLICY_LOSS: terms.policy_loss.item(),
             STAT_VALUE_LOSS: terms.value_loss.item(),
@@ -200,6 +230,67 @@ class TorchImpalaOptimizer(TorchOptimizer):
             STAT_APPROX_KL: terms.approx_kl,
             **({STAT_FRACTION_SURROGATE_CLIPPED: terms.fraction_outside_clip} if hp.surrogate_clip is not None else {}),
         }
+
+    @timed
+    def update(self, batch: PieceBatch) -> Dict[str, float]:
+        """One gradient step on one batch of pieces (``update_style: stream``), targets from the current networks."""
+        with self.matmul_kernels.scope():
+            return self._step(self.compute_losses(batch))
+
+    # ---- update_style epochs: V-trace targets once per pass, gradient steps on shuffled steps ----------
+    def pass_targets(self, batch: PieceBatch) -> PassTargets:
+        """V-trace value targets per stream and the policy's advantage for every real step of ``batch`` under
+        the current networks (no gradient), in the batch's real-row order ``[N]``: the targets of one pass."""
+        with torch.no_grad(), self.matmul_kernels.scope():
+            run_out = self.policy.actor.get_stats(
+                batch.obs, self._actions(batch), masks=batch.action_mask, sequence_length=1)
+            log_rho_t = batch.time_major(
+                losses.log_importance_ratio(run_out["log_probs"].flatten(), batch.behaviour_log_probs))
+            values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
+            bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
+            # Without the surrogate, pg_rho is the learner's at each minibatch (compute_row_losses), not the pass's.
+            _, returns_by_stream, advantage_t = self._vtrace_streams(
+                batch, log_rho_t, values, bootstrap, pg_weighted=False)
+        return PassTargets(
+            vs={name: r.vs.reshape(-1)[batch.real_rows] for name, r in returns_by_stream.items()},
+            advantage=advantage_t.reshape(-1)[batch.real_rows],
+        )
+
+    def compute_row_losses(self, batch: PieceBatch, rows: torch.Tensor, targets: PassTargets) -> LossTerms:
+        """The losses on the real steps ``rows`` of ``batch`` against ``targets`` (``pass_targets``)."""
+        hp = self.hyperparameters
+        n = rows.shape[0]
+        mask_t = torch.ones((n, 1), device=rows.device)  # every row is a real step: [n, 1] time-major
+        obs = [o[rows] for o in batch.obs]
+        run_out = self.policy.actor.get_stats(
+            obs, self._actions(batch, rows), masks=batch.action_mask[rows], sequence_length=1)
+        log_pi_t = run_out["log_probs"].flatten().sum(dim=1).reshape(n, 1)
+        log_mu_t = batch.behaviour_log_probs[rows].sum(dim=1).reshape(n, 1)
+        log_rho_t = (log_pi_t - log_mu_t).detach()
+        advantage_t = targets.advantage[rows].reshape(n, 1)
+        if self.decay_surrogate_clip is None:
+            rho_t = torch.exp(log_rho_t)
+            advantage_t = advantage_t * (rho_t if hp.pg_rho_clip is None else rho_t.clamp(max=hp.pg_rho_clip))
+        policy_loss, outside = self._policy_loss(log_pi_t, log_mu_t, advantage_t, mask_t)
+        values, _ = self.critic.critic_pass(obs, sequence_length=1)
+        value_loss = torch.zeros((), device=rows.device)
+        for name in self.stream_names:
+            value_loss = value_loss + losses.baseline_loss(
+                values[name].reshape(n, 1), targets.vs[name][rows].reshape(n, 1), mask_t)
+        return LossTerms(
+            policy_loss=policy_loss,
+            value_loss=value_loss,
+            entropy_loss=losses.entropy_loss(run_out["entropy"].reshape(n, 1), mask_t),
+            importance=losses.importance_stats(log_rho_t, mask_t, hp.rho_clip),
+            approx_kl=losses.approx_kl(log_rho_t, mask_t),
+            fraction_outside_clip=outside,
+        )
+
+    @timed
+    def update_rows(self, batch: PieceBatch, rows: torch.Tensor, targets: PassTargets) -> Dict[str, float]:
+        """One gradient step on the real steps ``rows`` of ``batch`` (``update_style: epochs``)."""
+        with self.matmul_kernels.scope():
+            return self._step(self.compute_row_losses(batch, rows, targets))
 
     def get_modules(self):
         modules = {"Optimizer:value_optimizer": self.optimizer, "Optimizer:critic": self._critic}

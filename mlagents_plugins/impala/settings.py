@@ -1,8 +1,9 @@
 """Hyperparameters of the ``impala`` trainer (the ``hyperparameters:`` block of a trainer config).
 
 Fields keep ML-Agents' meaning where the name is shared: ``batch_size`` is the steps per gradient step and
-``buffer_size`` the steps that may wait in the learner queue (oldest dropped first), as for built-in ppo.
-Both are made of pieces (unrolls of at most ``unroll_length`` steps that end at episode ends).
+``buffer_size`` the steps gathered before a round of updates, as for built-in ppo (``update_style: epochs``,
+the default; under ``stream`` it is the most steps that may wait in the learner queue, oldest dropped first).
+Both count the steps of pieces (unrolls of at most ``unroll_length`` steps that end at episode ends).
 """
 from typing import Any, Optional
 
@@ -23,18 +24,27 @@ from mlagents_plugins.validators import (
 )
 
 
+UPDATE_STYLES = ("stream", "epochs")
 OPTIMIZERS = ("adam", "rmsprop")  # rmsprop is the paper's choice
 
 
 @attr.s(auto_attribs=True)
 class ImpalaSettings(HyperparamSettings):
-    # Steps per gradient step (whole pieces: the oldest fresh ones until they hold this many steps).
-    # >= unroll_length.
+    # Steps per gradient step: shuffled steps of the round (epochs), or whole pieces, the oldest fresh ones
+    # until they hold this many steps (stream).  >= unroll_length.
     batch_size: int = attr.ib(default=512, validator=positive_int)
-    # Most steps waiting for the learner; when exceeded the oldest pieces are dropped.  >= batch_size.
+    # epochs: steps per round of updates (ppo's meaning); stream: most steps waiting for the learner, the
+    # oldest pieces dropped beyond it.  >= batch_size.
     buffer_size: int = attr.ib(default=16384, validator=positive_int)
     learning_rate: float = attr.ib(default=3.0e-4, validator=positive_float)
     learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
+    # How the learner consumes pieces (trainer module docstring; docs/impala.md, "Update styles").
+    # "epochs": built-in ppo's cadence: once buffer_size fresh steps wait, max_reuse passes over them in
+    # shuffled minibatches of batch_size steps, V-trace targets recomputed at the start of each pass.
+    # "stream": the paper's queue: every batch_size fresh steps (whole pieces) make one gradient step, and
+    # each piece is reused at random up to max_reuse times.  DEVIATION: the default is epochs (evidence:
+    # docs/impala.md, "Defaults"); the paper's learner is the stream one.
+    update_style: str = attr.ib(default="epochs", validator=one_of(*UPDATE_STYLES))
     # Steps per piece: trajectories are cut into pieces of this length at episode ends and every
     # unroll_length steps; each piece keeps the observation after its last step for bootstrapping.
     unroll_length: int = attr.ib(default=32, validator=positive_int)

@@ -1,17 +1,25 @@
 """IMPALA trainer (on ``trainer_base.PluginTrainerBase``): intake of trajectories, cutting into pieces, batching
 and update cadence.
 
-The learning itself lives in ``TorchImpalaOptimizer``.  Cadence: whenever never-used pieces holding at
-least ``batch_size`` steps wait in the queue, the learner takes the oldest of them (``batch_size`` steps'
-worth) for one gradient step, followed by ``max_reuse - 1`` steps on random batches of pieces used fewer
-than ``max_reuse`` times.  Data are never discarded for being off-policy: V-trace corrects for the lag
-between the policy that acted (possibly many updates old with ``threaded: true`` and many environment
-copies) and the one learning.
+The learning itself lives in ``TorchImpalaOptimizer``.  Two cadences (``update_style``):
+
+* ``epochs`` (default): built-in ppo's.  Once never-used pieces holding at least ``buffer_size`` steps wait,
+  the learner takes them as one round and makes ``max_reuse`` passes over the round's steps, each pass in
+  shuffled minibatches of ``batch_size`` steps (whole ``batch_size`` minibatches only, as ppo).  V-trace
+  needs whole pieces, so each pass starts by computing every step's value target and advantage with the
+  current networks; the minibatch gradient steps then use those targets (``TorchImpalaOptimizer.pass_targets``).
+* ``stream``: whenever never-used pieces holding at least ``batch_size`` steps wait, the learner takes the
+  oldest of them (``batch_size`` steps' worth) for one gradient step, followed by ``max_reuse - 1`` steps on
+  random batches of pieces used fewer than ``max_reuse`` times; V-trace runs on each batch.
+
+Data are never discarded for being off-policy: V-trace corrects for the lag between the policy that acted
+(possibly many updates old with ``threaded: true`` and many environment copies) and the one learning.
 """
 from collections import defaultdict
 from typing import Any, Dict, List, Type, Union
 
 import numpy as np
+from mlagents.torch_utils import torch
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
@@ -46,7 +54,15 @@ class ImpalaTrainer(PluginTrainerBase):
 
     def __init__(self, *args, **kwargs):  # the arguments of ``PluginTrainerBase``
         super().__init__(*args, **kwargs)
-        self.piece_queue = PieceQueue(self.hyperparameters.buffer_size, self.hyperparameters.max_reuse, self.seed)
+        hp = self.hyperparameters
+        if hp.update_style == "epochs":
+            # A round holds buffer_size steps and ends with a whole piece, so the queue may briefly hold more;
+            # pieces are not reused across rounds (the passes reuse them).  Under lag (threaded, many copies)
+            # what waits beyond two rounds is dropped, oldest first.
+            self.piece_queue = PieceQueue(2 * hp.buffer_size, 1, self.seed)
+        else:
+            self.piece_queue = PieceQueue(hp.buffer_size, hp.max_reuse, self.seed)
+        self._shuffle_rng = np.random.default_rng(self.seed)  # minibatch order of the epochs style
         # Learned reward signals (curiosity, RND, GAIL) train on the same batches as the policy.
         self._learned_reward_signals = any(
             key != RewardSignalType.EXTRINSIC for key in self.trainer_settings.reward_signals
@@ -88,18 +104,23 @@ class ImpalaTrainer(PluginTrainerBase):
 
     # ---- cadence ------------------------------------------------------------------------------
     def _is_ready_update(self) -> bool:
+        if self.hyperparameters.update_style == "epochs":
+            return self.piece_queue.fresh_steps >= self.hyperparameters.buffer_size
         return self.piece_queue.fresh_steps >= self.hyperparameters.batch_size
 
     def _update_policy(self) -> bool:
         hp = self.hyperparameters
         self.cumulative_returns_since_policy_update.clear()
         update_stats: Dict[str, List[float]] = defaultdict(list)
-        while self.piece_queue.fresh_steps >= hp.batch_size:
-            self._learn_on(self.piece_queue.take_fresh(hp.batch_size), update_stats)
-            for _ in range(hp.max_reuse - 1):
-                reused = self.piece_queue.sample_reusable(hp.batch_size)
-                if reused:
-                    self._learn_on(reused, update_stats)
+        if hp.update_style == "epochs":
+            self._epochs_on(self.piece_queue.take_fresh(hp.buffer_size), update_stats)
+        else:
+            while self.piece_queue.fresh_steps >= hp.batch_size:
+                self._learn_on(self.piece_queue.take_fresh(hp.batch_size), update_stats)
+                for _ in range(hp.max_reuse - 1):
+                    reused = self.piece_queue.sample_reusable(hp.batch_size)
+                    if reused:
+                        self._learn_on(reused, update_stats)
         for stat, values in update_stats.items():
             self._stats_reporter.add_stat(stat, float(np.mean(values)))
         if self.optimizer.bc_module:
@@ -110,12 +131,38 @@ class ImpalaTrainer(PluginTrainerBase):
         self._stats_reporter.add_stat(STAT_QUEUE_SIZE, float(len(self.piece_queue)))
         return True
 
-    def _learn_on(self, pieces, update_stats: Dict[str, List[float]]) -> None:
-        batch = make_batch(pieces, self.hyperparameters.unroll_length)
+    def _record_lag(self, batch, update_stats: Dict[str, List[float]]) -> None:
         known = batch.acting_version != UNKNOWN_VERSION
         update_stats[STAT_VERSION_UNMATCHED].append(1.0 - float(np.mean(known)))
         if np.any(known):
             update_stats[STAT_POLICY_LAG].append(float(np.mean(self.policy.version - batch.acting_version[known])))
+
+    def _epochs_on(self, pieces, update_stats: Dict[str, List[float]]) -> None:
+        """One round of the epochs style: ``max_reuse`` passes over the steps of ``pieces``."""
+        hp = self.hyperparameters
+        batch = make_batch(pieces, hp.unroll_length)
+        self._record_lag(batch, update_stats)
+        n = int(batch.real_rows.shape[0])
+        # Learned reward signals update on minibatches of the round's steps too, as under ppo.
+        sources = merge_sources(pieces) if self._learned_reward_signals else None
+        for _ in range(hp.max_reuse):
+            targets = self.optimizer.pass_targets(batch)
+            order = torch.as_tensor(self._shuffle_rng.permutation(n), device=batch.real_rows.device)
+            if sources is not None:
+                sources.shuffle(sequence_length=1)
+            for start in range(0, n - hp.batch_size + 1, hp.batch_size):
+                rows = order[start:start + hp.batch_size]
+                for stat, value in self.optimizer.update_rows(batch, rows, targets).items():
+                    update_stats[stat].append(value)
+                self.policy.version += 1
+                if sources is not None:
+                    minibatch = sources.make_mini_batch(start, start + hp.batch_size)
+                    for stat, value in self.optimizer.update_reward_signals(minibatch).items():
+                        update_stats[stat].append(value)
+
+    def _learn_on(self, pieces, update_stats: Dict[str, List[float]]) -> None:
+        batch = make_batch(pieces, self.hyperparameters.unroll_length)
+        self._record_lag(batch, update_stats)
         for stat, value in self.optimizer.update(batch).items():
             update_stats[stat].append(value)
         if self._learned_reward_signals:
