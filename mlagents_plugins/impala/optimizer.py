@@ -287,10 +287,15 @@ class TorchImpalaOptimizer(TorchOptimizer):
         )
 
     @timed
-    def update_rows(self, batch: PieceBatch, rows: torch.Tensor, targets: PassTargets) -> Dict[str, float]:
-        """One gradient step on the real steps ``rows`` of ``batch`` (``update_style: epochs``)."""
+    def update_rows(self, batch: PieceBatch, rows: torch.Tensor, targets: PassTargets) -> Optional[Dict[str, float]]:
+        """One gradient step on the real steps ``rows`` of ``batch`` (``update_style: epochs``); None, and no
+        step, when the minibatch's KL(mu || pi) estimate already exceeds ``kl_stop`` (the round should end)."""
+        kl_stop = self.hyperparameters.kl_stop
         with self.matmul_kernels.scope():
-            return self._step(self.compute_row_losses(batch, rows, targets))
+            terms = self.compute_row_losses(batch, rows, targets)
+            if kl_stop is not None and terms.approx_kl > kl_stop:
+                return None
+            return self._step(terms)
 
     def get_modules(self):
         modules = {"Optimizer:value_optimizer": self.optimizer, "Optimizer:critic": self._critic}

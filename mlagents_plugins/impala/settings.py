@@ -45,6 +45,11 @@ class ImpalaSettings(HyperparamSettings):
     # each piece is reused at random up to max_reuse times.  DEVIATION: the default is epochs (evidence:
     # docs/impala.md, "Defaults"); the paper's learner is the stream one.
     update_style: str = attr.ib(default="epochs", validator=one_of(*UPDATE_STYLES))
+    # epochs only: a round ends early, its remaining minibatches skipped, once a minibatch's estimate of
+    # KL(mu || pi) (the acting policy to the learner's, IMPALA/Approx KL) exceeds this before its step;
+    # null = never.  DEVIATION from the paper and from ppo (as SB3's target_kl): a guard against the rare
+    # round in which a near-deterministic policy moves far off the acting one (docs/impala.md, "Defaults").
+    kl_stop: Optional[float] = attr.ib(default=0.1, validator=optional_positive_float)
     # Steps per piece: trajectories are cut into pieces of this length at episode ends and every
     # unroll_length steps; each piece keeps the observation after its last step for bootstrapping.
     unroll_length: int = attr.ib(default=32, validator=positive_int)

@@ -44,6 +44,8 @@ TRAINER_NAME = "impala"
 STAT_POLICY_LAG = "IMPALA/Policy Lag"  # optimizer updates between acting and learning, mean over a batch
 STAT_PIECES_DROPPED = "IMPALA/Pieces Dropped"  # pieces discarded unused because the queue was full
 STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after the updates
+STAT_ROUND_STOPPED = "IMPALA/Round Stopped By KL"  # epochs: fraction of rounds ended early by kl_stop
+STAT_ROUND_STEPS = "IMPALA/Gradient Steps Per Round"  # epochs: gradient steps made in a round
 STAT_VERSION_UNMATCHED = "IMPALA/Unmatched Acting Version"  # fraction of steps whose acting version is unknown
 
 
@@ -145,6 +147,7 @@ class ImpalaTrainer(PluginTrainerBase):
         n = int(batch.real_rows.shape[0])
         # Learned reward signals update on minibatches of the round's steps too, as under ppo.
         sources = merge_sources(pieces) if self._learned_reward_signals else None
+        steps = 0
         for _ in range(hp.max_reuse):
             targets = self.optimizer.pass_targets(batch)
             order = torch.as_tensor(self._shuffle_rng.permutation(n), device=batch.real_rows.device)
@@ -152,13 +155,21 @@ class ImpalaTrainer(PluginTrainerBase):
                 sources.shuffle(sequence_length=1)
             for start in range(0, n - hp.batch_size + 1, hp.batch_size):
                 rows = order[start:start + hp.batch_size]
-                for stat, value in self.optimizer.update_rows(batch, rows, targets).items():
+                stats = self.optimizer.update_rows(batch, rows, targets)
+                if stats is None:  # kl_stop: the learner moved too far from the acting policy
+                    update_stats[STAT_ROUND_STOPPED].append(1.0)
+                    update_stats[STAT_ROUND_STEPS].append(float(steps))
+                    return
+                for stat, value in stats.items():
                     update_stats[stat].append(value)
                 self.policy.version += 1
+                steps += 1
                 if sources is not None:
                     minibatch = sources.make_mini_batch(start, start + hp.batch_size)
                     for stat, value in self.optimizer.update_reward_signals(minibatch).items():
                         update_stats[stat].append(value)
+        update_stats[STAT_ROUND_STOPPED].append(0.0)
+        update_stats[STAT_ROUND_STEPS].append(float(steps))
 
     def _learn_on(self, pieces, update_stats: Dict[str, List[float]]) -> None:
         batch = make_batch(pieces, self.hyperparameters.unroll_length)

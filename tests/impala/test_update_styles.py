@@ -7,7 +7,7 @@ from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import strict_to_cls
 from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
 
-from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
+from mlagents_plugins.impala.optimizer import STAT_APPROX_KL, TorchImpalaOptimizer
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
 from mlagents_plugins.impala.trainer import ImpalaTrainer
@@ -87,7 +87,7 @@ def _trainer(tmp_path, **hyper):
 
 
 def test_epochs_round_waits_for_buffer_size_then_makes_max_reuse_passes(tmp_path):
-    trainer, spec = _trainer(tmp_path, batch_size=32, buffer_size=96, unroll_length=16, max_reuse=3)
+    trainer, spec = _trainer(tmp_path, batch_size=32, buffer_size=96, unroll_length=16, max_reuse=3, kl_stop=None)
     calls = []
     passes = []
     real_pass, real_rows = trainer.optimizer.pass_targets, trainer.optimizer.update_rows
@@ -135,3 +135,41 @@ def test_update_style_error_names_field_value_and_choices():
     assert "hyperparameters.update_style = 'ppo' is invalid" in message
     assert "epochs" in message and "stream" in message
     assert strict_to_cls({}, ImpalaSettings).update_style == "epochs"
+
+
+def test_kl_stop_skips_the_step_and_ends_the_round(tmp_path):
+    """A minibatch whose KL(mu || pi) estimate exceeds kl_stop makes no step and ends the round; below it, steps
+    are made.  The trajectories' behaviour log-probs are random, so the estimate on them is far above 0.1."""
+    spec = impala_spec(2, (3,))
+    rng = np.random.default_rng(0)
+    results = {}
+    for kl_stop in (0.1, 1e9):
+        trainer, _ = _trainer(tmp_path / str(kl_stop), batch_size=32, buffer_size=64, unroll_length=16,
+                              max_reuse=2, kl_stop=kl_stop)
+        seen = []
+        real_rows = trainer.optimizer.update_rows
+
+        def spy(batch, rows, targets, real_rows=real_rows, seen=seen):
+            out = real_rows(batch, rows, targets)
+            seen.append(out)
+            return out
+
+        trainer.optimizer.update_rows = spy
+        before = [p.detach().clone() for p in trainer.policy.actor.parameters()]
+        for k in range(3):
+            trainer._process_trajectory(make_trajectory(25, spec, True, False, rng, agent_id=f"a{k}"))
+        assert trainer._is_ready_update()
+        trainer._update_policy()
+        moved = any(not torch.equal(a, b) for a, b in zip(before, trainer.policy.actor.parameters()))
+        results[kl_stop] = (seen, trainer.policy.version, moved)
+    seen, version, moved = results[0.1]
+    assert seen == [None] and version == 0 and not moved  # stopped before the first step
+    seen, version, moved = results[1e9]
+    assert len(seen) == 2 * (75 // 32) and all(s is not None for s in seen) and version == len(seen) and moved
+    assert seen[0][STAT_APPROX_KL] > 0.1
+
+
+def test_kl_stop_error_names_the_field():
+    with pytest.raises(TrainerConfigError, match="kl_stop"):
+        strict_to_cls({"kl_stop": 0.0}, ImpalaSettings)
+    assert strict_to_cls({"kl_stop": None}, ImpalaSettings).kl_stop is None
