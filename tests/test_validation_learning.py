@@ -31,7 +31,9 @@ SUMMARIES = 20
     [
         ("fast_sac", "balance_big_reward_long", 30000),
         ("taac", "balance_big_reward_long", 30000),
-        ("impala", "balance_big_reward_long", 30000),
+        # impala's pixel scene: issue #12's impala failure was pixels.  On balance_big_reward_long impala reaches
+        # the threshold but falls afterwards since update_style epochs (docs/impala.md, "Defaults").
+        ("impala", "camera36", 70000),
         ("muzero_repr", "balance_big_reward_long", 30000),
     ],
 )
