@@ -76,7 +76,8 @@ def test_branches_reaches_threshold(tmp_path):
     assert res.reward_curve[0][1] < 0.0
 
 
-def test_hybrid_scene_with_curiosity_runs_and_trains_the_signal(tmp_path):
+@pytest.mark.parametrize("update_style", ["stream", "epochs"])
+def test_hybrid_scene_with_curiosity_runs_and_trains_the_signal(tmp_path, update_style):
     """Hybrid actions (continuous + discrete) and a learned reward signal (curiosity) go through the
     whole intake -> pieces -> V-trace -> reward-signal update path; curiosity gets its own value head."""
     cfg = config("balance", summary_freq=1000)
@@ -84,10 +85,37 @@ def test_hybrid_scene_with_curiosity_runs_and_trains_the_signal(tmp_path):
         "extrinsic": {"gamma": 0.99, "strength": 1.0},
         "curiosity": {"gamma": 0.9, "strength": 0.02, "learning_rate": 3e-4},
     }
-    cfg["hyperparameters"] = dict(cfg["hyperparameters"], batch_size=256, shared_critic=True)
+    cfg["hyperparameters"] = dict(cfg["hyperparameters"], batch_size=256, shared_critic=True, update_style=update_style)
+    if update_style == "epochs":
+        cfg["hyperparameters"]["buffer_size"] = 1024  # rounds of 1024 steps: two of them in the 3000 steps
     res = train_in_process(cfg, "hybrid", max_steps=3000, num_areas=1, seed=0, output_dir=str(tmp_path))
     assert res.steps >= 3000
     assert "Losses/Curiosity Forward Loss" in res.stats and "Policy/Curiosity Reward" in res.stats
     forward = [v for _, v in res.stats["Losses/Curiosity Forward Loss"]]
     assert forward[-1] < forward[0]  # the curiosity model learned from the impala batches
     assert 0.0 < res.stats["IMPALA/Mean Clipped Rho"][-1][1] <= 1.0
+
+
+@pytest.mark.slow
+def test_defaults_threaded_eight_areas_learn(tmp_path):
+    """The defaults (``update_style: epochs``, ``kl_stop``) with a user's ppo-style config under large lag:
+    32 agents acting beside the learner (``threaded: true``).  Rounds then mix steps acted by several policy
+    versions; V-trace and the clipped surrogate correct for it, and the run must hold the threshold over
+    its last 5 summaries."""
+    cfg = {
+        "trainer_type": "impala",
+        "hyperparameters": {"learning_rate": 3.0e-4, "batch_size": 256, "buffer_size": 2048},
+        "network_settings": {"hidden_units": 128, "num_layers": 2},
+        "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
+        "time_horizon": 64,
+        "summary_freq": 2000,
+        "threaded": True,
+    }
+    res = train_in_process(cfg, "balance", max_steps=60000, num_areas=8, seed=1, output_dir=str(tmp_path),
+                           final_window=5)
+    lag = [v for _, v in res.stats["IMPALA/Policy Lag"]]
+    steps = [v for _, v in res.stats["IMPALA/Gradient Steps Per Round"]]
+    print(f"final-window mean return {res.final_mean_reward:.2f}, mean policy lag {sum(lag) / len(lag):.1f}, "
+          f"gradient steps per round {steps}")
+    assert max(lag) > 0.0
+    assert res.final_mean_reward >= SCENES["balance"].success_threshold, res.reward_curve
