@@ -30,6 +30,8 @@ SETTINGS = {
     "optimizer": "checked: adam", "rmsprop_alpha": "no work: adam", "optimizer_epsilon": "Adam epsilon",
     "shared_critic": "checked: false (separate critic)", "normalize_advantage": "advantage standardisation",
     "max_reuse": "no per-update work (which pieces, not how many)", "fast_cpu_matmul": FAST_CPU_MATMUL,
+    "update_style": "checked: stream (one gradient step on whole pieces, what ImpalaTrainer._learn_on times)",
+    "kl_stop": "no work under stream (epochs only)",
 }
 
 
@@ -53,8 +55,9 @@ def vtrace(log_rho: torch.Tensor, discount: torch.Tensor, r: torch.Tensor, v: to
 class MinimalImpala:
     def __init__(self, settings, obs_size: int, act_size: int, pieces: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.shared_critic or hp.optimizer != "adam":
-            raise ValueError("the minimal IMPALA loop covers shared_critic: false with optimizer: adam only")
+        if hp.shared_critic or hp.optimizer != "adam" or hp.update_style != "stream":
+            raise ValueError("the minimal IMPALA loop covers shared_critic: false with optimizer: adam and "
+                             "update_style: stream only")
         self.hp = hp
         self.T = hp.unroll_length
         self.B = -(-hp.batch_size // self.T)  # full pieces holding batch_size steps

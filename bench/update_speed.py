@@ -168,8 +168,9 @@ def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bo
     hp = speed.trainer_settings("impala", sizes=sizes).hyperparameters
     B = -(-hp.batch_size // hp.unroll_length)  # full pieces per batch
     pieces_wanted = max(4 * B, rows // hp.unroll_length)
-    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted * hp.unroll_length},
-                                      sizes=sizes)
+    # One stream gradient step on whole pieces; an epochs step is the same losses on shuffled steps.
+    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted * hp.unroll_length,
+                                                                 "update_style": "stream"}, sizes=sizes)
     speed.fill(trainer, spec, pieces_wanted * hp.unroll_length, rng)
     queue = trainer.piece_queue
     pool = queue.take_fresh(queue.fresh_steps)
