@@ -89,12 +89,14 @@ class ImpalaSettings(HyperparamSettings):
     optimizer_epsilon: float = attr.ib(default=1.0e-5, validator=positive_float)
     # True: value heads on the policy's body (SharedActorCritic); False: a separate ValueNetwork.
     shared_critic: Any = attr.ib(default=False, validator=strict_bool)  # bool; Any so cattrs passes the raw YAML value (see fast_cpu_matmul)
-    # Standardise the V-trace advantages over each batch's real steps.  DEVIATION from the paper, on by
+    # Standardise the V-trace advantages over each batch's real steps (epochs: over the round's steps, at the
+    # start of each pass).  DEVIATION from the paper, on by
     # default (as PPO does): with max_reuse 3 it took a minimal config to the Balance threshold where the
     # paper's setting did not (docs/impala.md, "Defaults").
     normalize_advantage: Any = attr.ib(default=True, validator=strict_bool)  # bool
-    # Each piece is used in at most this many updates (DI-engine max_use; ppo's num_epoch).  DEVIATION: the
-    # paper uses every piece once (1); the default reuses it 3 times, as ppo's default num_epoch does.
+    # epochs: passes over each round (ppo's num_epoch); stream: each piece is used in at most this many updates
+    # (DI-engine max_use).  DEVIATION: the paper uses every piece once (1); the default uses it 3 times, as
+    # ppo's default num_epoch does.
     max_reuse: int = attr.ib(default=3, validator=positive_int)
     # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
     # and faster than the default (MKL) kernel; no effect elsewhere or on CUDA.  Same math, another kernel;
