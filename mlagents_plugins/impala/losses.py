@@ -52,6 +52,11 @@ def _check_clip(name: str, value: Optional[float]) -> None:
         raise ValueError(f"{name} must be > 0 or None (no clipping), got {value}")
 
 
+def clip_weight(rho: torch.Tensor, clip: Optional[float]) -> torch.Tensor:
+    """``min(clip, rho)``, or ``rho`` when ``clip`` is None (no clip): rho-bar, c-bar and the pg clip."""
+    return rho if clip is None else torch.clamp(rho, max=clip)
+
+
 def next_step_values(
     values_t: torch.Tensor, bootstrap_value: torch.Tensor, mask_t: torch.Tensor
 ) -> torch.Tensor:
@@ -108,9 +113,9 @@ def vtrace(
         if torch.any(mask_t[1:] > mask_t[:-1]):
             raise ValueError("mask_t must be a prefix mask: real steps first, padding after")
         rho = torch.exp(log_rho_t)
-        rho_t = rho if rho_clip is None else torch.clamp(rho, max=rho_clip)
-        c_t = lambda_ * (rho if c_clip is None else torch.clamp(rho, max=c_clip))
-        pg_rho_t = rho if pg_rho_clip is None else torch.clamp(rho, max=pg_rho_clip)
+        rho_t = clip_weight(rho, rho_clip)
+        c_t = lambda_ * clip_weight(rho, c_clip)
+        pg_rho_t = clip_weight(rho, pg_rho_clip)
 
         # The trace continues into step t+1 only while t+1 is a real step of the same piece.
         next_mask = torch.cat([mask_t[1:], torch.zeros_like(mask_t[:1])], dim=0)
@@ -136,7 +141,7 @@ def importance_stats(log_rho_t: torch.Tensor, mask_t: torch.Tensor, rho_clip: Op
     with torch.no_grad():
         rho = torch.exp(log_rho_t.detach())
         n = torch.clamp(mask_t.sum(), min=1.0)
-        clipped = rho if rho_clip is None else torch.clamp(rho, max=rho_clip)
+        clipped = clip_weight(rho, rho_clip)
         frac = 0.0 if rho_clip is None else float(((rho > rho_clip).float() * mask_t).sum() / n)
         return ImportanceStats(float((clipped * mask_t).sum() / n), frac)
 

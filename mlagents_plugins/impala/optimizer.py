@@ -264,13 +264,14 @@ class TorchImpalaOptimizer(TorchOptimizer):
         obs = [o[rows] for o in batch.obs]
         run_out = self.policy.actor.get_stats(
             obs, self._actions(batch, rows), masks=batch.action_mask[rows], sequence_length=1)
-        log_pi_t = run_out["log_probs"].flatten().sum(dim=1).reshape(n, 1)
-        log_mu_t = batch.behaviour_log_probs[rows].sum(dim=1).reshape(n, 1)
-        log_rho_t = (log_pi_t - log_mu_t).detach()
+        target_log_probs = run_out["log_probs"].flatten()  # [n, K]
+        behaviour_log_probs = batch.behaviour_log_probs[rows]
+        log_pi_t = target_log_probs.sum(dim=1).reshape(n, 1)
+        log_mu_t = behaviour_log_probs.sum(dim=1).reshape(n, 1)
+        log_rho_t = losses.log_importance_ratio(target_log_probs.detach(), behaviour_log_probs).reshape(n, 1)
         advantage_t = targets.advantage[rows].reshape(n, 1)
         if self.decay_surrogate_clip is None:
-            rho_t = torch.exp(log_rho_t)
-            advantage_t = advantage_t * (rho_t if hp.pg_rho_clip is None else rho_t.clamp(max=hp.pg_rho_clip))
+            advantage_t = advantage_t * losses.clip_weight(torch.exp(log_rho_t), hp.pg_rho_clip)
         policy_loss, outside = self._policy_loss(log_pi_t, log_mu_t, advantage_t, mask_t)
         values, _ = self.critic.critic_pass(obs, sequence_length=1)
         value_loss = torch.zeros((), device=rows.device)

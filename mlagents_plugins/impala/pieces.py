@@ -118,10 +118,10 @@ class PieceBatch(NamedTuple):
         return x_n.new_zeros(T * B).index_copy(0, self.real_rows, x_n).reshape(T, B)
 
 
-def _pad_time_major(arrays: List[np.ndarray], T: int, fill: float = 0.0) -> np.ndarray:
-    """Stack per-piece ``[L_b, ...]`` arrays into ``[T, B, ...]``, padding each piece at its end."""
+def _pad_time_major(arrays: List[np.ndarray], T: int) -> np.ndarray:
+    """Stack per-piece ``[L_b, ...]`` arrays into ``[T, B, ...]``, zero-padding each piece at its end."""
     B = len(arrays)
-    out = np.full((T, B) + arrays[0].shape[1:], fill, dtype=arrays[0].dtype)
+    out = np.zeros((T, B) + arrays[0].shape[1:], dtype=arrays[0].dtype)
     for b, a in enumerate(arrays):
         out[: len(a), b] = a
     return out

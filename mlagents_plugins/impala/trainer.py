@@ -147,7 +147,7 @@ class ImpalaTrainer(PluginTrainerBase):
         n = int(batch.real_rows.shape[0])
         # Learned reward signals update on minibatches of the round's steps too, as under ppo.
         sources = merge_sources(pieces) if self._learned_reward_signals else None
-        steps = 0
+        steps, stopped = 0, False
         for _ in range(hp.max_reuse):
             targets = self.optimizer.pass_targets(batch)
             order = torch.as_tensor(self._shuffle_rng.permutation(n), device=batch.real_rows.device)
@@ -156,10 +156,9 @@ class ImpalaTrainer(PluginTrainerBase):
             for start in range(0, n - hp.batch_size + 1, hp.batch_size):
                 rows = order[start:start + hp.batch_size]
                 stats = self.optimizer.update_rows(batch, rows, targets)
-                if stats is None:  # kl_stop: the learner moved too far from the acting policy
-                    update_stats[STAT_ROUND_STOPPED].append(1.0)
-                    update_stats[STAT_ROUND_STEPS].append(float(steps))
-                    return
+                stopped = stats is None  # kl_stop: the learner moved too far from the acting policy
+                if stopped:
+                    break
                 for stat, value in stats.items():
                     update_stats[stat].append(value)
                 self.policy.version += 1
@@ -168,7 +167,9 @@ class ImpalaTrainer(PluginTrainerBase):
                     minibatch = sources.make_mini_batch(start, start + hp.batch_size)
                     for stat, value in self.optimizer.update_reward_signals(minibatch).items():
                         update_stats[stat].append(value)
-        update_stats[STAT_ROUND_STOPPED].append(0.0)
+            if stopped:
+                break
+        update_stats[STAT_ROUND_STOPPED].append(float(stopped))
         update_stats[STAT_ROUND_STEPS].append(float(steps))
 
     def _learn_on(self, pieces, update_stats: Dict[str, List[float]]) -> None:
