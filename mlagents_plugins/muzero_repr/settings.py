@@ -87,17 +87,19 @@ class MuZeroReprSettings(FastSACSettings):
     random_shift_pad: Any = attr.ib(default=None, validator=optional_non_negative_int)  # Optional[int]
     # --- RL head ---
     # Let the critic's TD loss backpropagate into the representation (ALF default: off); null = automatic: on with
-    # visual observations (the model's losses alone left "camera" at random play), off for vectors.
+    # visual observations (the model's losses alone left "camera" at random play) and with discrete actions only
+    # (faster on the tuning scene "reach"; docs/muzero_repr.md "rl_gradient_to_repr with discrete actions"), off
+    # for vector observations with continuous (or hybrid) actions.
     rl_gradient_to_repr: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Hidden units / layers of the actor and critics on top of the latent.
     head_hidden_units: int = attr.ib(default=128, validator=positive_int)
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
 
-    def repr_gets_rl_gradient(self, observation_specs: Sequence[Any]) -> bool:
-        """``rl_gradient_to_repr``, or when null, whether there are visual observations."""
+    def repr_gets_rl_gradient(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
+        """``rl_gradient_to_repr``, or when null, whether there are visual observations or only discrete actions."""
         if self.rl_gradient_to_repr is not None:
             return bool(self.rl_gradient_to_repr)
-        return has_visual(observation_specs)
+        return has_visual(observation_specs) or action_spec.continuous_size == 0
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``VISUAL_SHIFT_PAD`` with visual observations and 0 without."""

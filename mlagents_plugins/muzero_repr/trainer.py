@@ -70,7 +70,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
                 "latent_size": hp.latent_size,
                 "head_hidden_units": hp.head_hidden_units,
                 "head_num_layers": hp.head_num_layers,
-                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(behavior_spec.observation_specs),
+                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(behavior_spec.observation_specs, behavior_spec.action_spec),
                 "conditional_sigma": True,
                 "tanh_squash": True,
             },

@@ -15,21 +15,27 @@ def test_defaults_and_structure_from_yaml_dict():
     assert s.rl_gradient_to_repr is None and s.random_shift_pad is None  # automatic
 
 
-@pytest.mark.parametrize("rl_grad, pad, visual, expected", [
-    (None, None, True, (True, 2)), (None, None, False, (False, 0)),
-    (False, 0, True, (False, 0)), (True, 3, False, (True, 3)),
+@pytest.mark.parametrize("rl_grad, pad, visual, actions, expected", [
+    (None, None, True, "continuous", (True, 2)), (None, None, False, "continuous", (False, 0)),
+    (None, None, False, "discrete", (True, 0)), (None, None, False, "hybrid", (False, 0)),
+    (None, None, True, "discrete", (True, 2)),
+    (False, 0, True, "continuous", (False, 0)), (False, None, False, "discrete", (False, 0)),
+    (True, 3, False, "continuous", (True, 3)),
 ])
-def test_automatic_pixel_defaults_follow_the_observations(tmp_path, rl_grad, pad, visual, expected):
-    """null: the critic's gradient in h and DrQ shifts of 2 pixels with images, neither for vectors; set values win.
-    Checked where they act: the actor's latent, the RL optimizer's groups and the replay batches' shift."""
+def test_automatic_defaults_follow_the_observations_and_actions(tmp_path, rl_grad, pad, visual, actions, expected):
+    """null: the critic's gradient in h with images or with discrete actions only (not continuous or hybrid ones),
+    DrQ shifts of 2 pixels with images only; set values win.  Checked where they act: the actor's latent, the RL
+    optimizer's groups and the replay batches' shift."""
     from tests.builders import behavior_spec
     from tests.muzero_repr.muzero_helpers import make_trainer
 
     shapes = ((3, 20, 20), (2,)) if visual else ((5,),)
-    trainer = make_trainer(behavior_spec(shapes, cont=2), tmp_path, rl_gradient_to_repr=rl_grad, random_shift_pad=pad)
+    cont, branches = {"continuous": (2, ()), "discrete": (0, (3, 2)), "hybrid": (2, (3,))}[actions]
+    trainer = make_trainer(behavior_spec(shapes, cont=cont, branches=branches), tmp_path, rl_gradient_to_repr=rl_grad,
+                           random_shift_pad=pad)
     specs = trainer.policy.behavior_spec.observation_specs
     hp = trainer.muzero_settings
-    assert (hp.repr_gets_rl_gradient(specs), hp.shift_pad(specs)) == expected
+    assert (hp.repr_gets_rl_gradient(specs, trainer.policy.behavior_spec.action_spec), hp.shift_pad(specs)) == expected
     assert trainer.shift_pad == expected[1]  # what every replay batch is shifted by
     assert trainer.policy.actor.network_body.rl_gradient_to_repr is expected[0]
     h_params = {id(p) for p in trainer.policy.actor.representation.parameters()}
