@@ -8,7 +8,7 @@ from mlagents.trainers.settings import NetworkSettings, strict_to_cls
 from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
 from mlagents_envs.base_env import DecisionSteps
 
-from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
+from mlagents_plugins.impala.optimizer import STAT_GRAD_NORM, TorchImpalaOptimizer
 from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_trajectory, make_batch
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
@@ -239,3 +239,28 @@ def test_trainer_rejects_recurrent_policy(tmp_path):
     settings.network_settings.memory = NetworkSettings.MemorySettings(sequence_length=8, memory_size=16)
     with pytest.raises(TrainerConfigError, match="memory"):
         ImpalaTrainer("B", 10, settings, True, False, 0, str(tmp_path))
+
+
+@pytest.mark.parametrize("reward_scale, clipped", [(1.0, False), (1000.0, True)])
+def test_default_gradient_clip_binds_only_on_large_returns(reward_scale, clipped):
+    """grad_clip_norm's default (2.0, on the mean losses' gradient) leaves an ordinary batch's gradient alone and
+    scales a batch with large returns (the critic's error grows with them) down to norm 2.0 before Adam's step;
+    the reported norm is the one before the clip."""
+    torch.manual_seed(4)
+    spec = impala_spec(2, (3,))
+    settings = trainer_settings()
+    assert settings.hyperparameters.grad_clip_norm == 2.0
+    policy = ImpalaPolicy(0, spec, settings.network_settings, SimpleActor, {})
+    opt = TorchImpalaOptimizer(policy, settings)
+    batch = _batch_for(spec)
+    batch.rewards["extrinsic"].mul_(reward_scale)
+    params = [p for p in list(policy.actor.parameters()) + list(opt.critic.parameters()) if p.requires_grad]
+    stats = opt._step(opt.compute_losses(batch))
+    after_clip = float(torch.norm(torch.stack([p.grad.norm() for p in params if p.grad is not None])))
+    reported = stats[STAT_GRAD_NORM]
+    if clipped:
+        assert reported > 20.0  # the unclipped norm is far above the clip
+        assert after_clip == pytest.approx(2.0, rel=1e-4)  # clip_grad_norm_ scales by 2 / (norm + 1e-6)
+    else:
+        assert reported < 2.0
+        assert after_clip == pytest.approx(reported, rel=1e-5)
