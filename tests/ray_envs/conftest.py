@@ -28,6 +28,11 @@ class LocalCluster:
 
         # A short private temp dir: Ray's socket paths must stay under 107 characters, and /tmp/ray is shared.
         self.temp_dir = tempfile.mkdtemp(prefix="ray16-", dir="/tmp")
+        # Cluster() still writes the head's address to Ray's default temp dir (/tmp/ray/ray_current_cluster) and, in
+        # ray 2.60, fails when that directory does not exist yet (a machine where Ray never ran with its defaults).
+        from ray._private.utils import get_ray_address_file
+
+        os.makedirs(os.path.dirname(get_ray_address_file(None)), exist_ok=True)
         self.cluster = Cluster(initialize_head=True, head_node_args=dict(NODE_ARGS, num_cpus=0, temp_dir=self.temp_dir))
         self.nodes = {
             name: self.cluster.add_node(**NODE_ARGS, num_cpus=2, resources={name: 2})

@@ -69,6 +69,35 @@ def test_impala_reaches_threshold_then_resumes(builds, local_cluster, tmp_path):
     assert scalars(run_dir, "Balance")[REWARD][-1][1] >= THRESHOLD - 1.0  # the resumed policy still works
 
 
+def test_impala_defaults_from_a_ppo_config_learn_through_ray(builds, local_cluster, tmp_path):  # noqa: F811
+    """A config written for built-in ppo (ppo's own field names, everything else unset: impala's defaults, so the
+    epochs update style and kl_stop), threaded, 4 copies over two nodes: the V-trace learner still reaches the
+    threshold under the lag this gives (the shipped impala_balance config pins the stream style)."""
+    cfg = tmp_path / "impala_ppo.yaml"
+    cfg.write_text(yaml.safe_dump({"behaviors": {"Balance": {
+        "trainer_type": "impala",
+        "hyperparameters": {"learning_rate": 3.0e-4, "batch_size": 256, "buffer_size": 2048, "beta": 5.0e-3,
+                            "epsilon": 0.2, "lambd": 0.95, "num_epoch": 3},
+        "network_settings": {"hidden_units": 128, "num_layers": 2},
+        "reward_signals": {"extrinsic": {"gamma": 0.99, "strength": 1.0}},
+        "max_steps": 40000, "time_horizon": 64, "summary_freq": 2000, "checkpoint_interval": 40000,
+        "threaded": True,
+    }}}))
+    proc = LearnProcess(learn_cmd(str(cfg), local_cluster.address, f"--env={builds}/Balance", "--run-id=impala_ppo",
+                                  f"--results-dir={tmp_path / 'results'}", "--num-envs=4", "--seed", "1"),
+                        str(tmp_path / "impala_ppo.log"))
+    assert proc.finish(timeout=600) == 0, proc.output()[-4000:]
+    out = proc.output()
+    assert spread_over_two_nodes(out), out[-3000:]
+    run_dir = str(tmp_path / "results" / "impala_ppo")
+    final, curve = final_reward(run_dir)
+    lag = scalars(run_dir, "Balance")["IMPALA/Policy Lag"]
+    print(f"impala defaults through Ray: final {final:.2f}, lag {[round(v, 1) for _, v in lag]}, "
+          f"curve {[round(v, 2) for _, v in curve]}")
+    assert curve[0][1] < 2.0 and final >= THRESHOLD, curve
+    check_onnx(os.path.join(run_dir, "Balance.onnx"))
+
+
 def test_fast_sac_reaches_threshold(builds, local_cluster, tmp_path):  # noqa: F811
     cfg = config(tmp_path, "fast_sac_balance", max_steps=9000, summary_freq=1000, checkpoint_interval=9000)
     proc = LearnProcess(learn_cmd(cfg, local_cluster.address, f"--env={builds}/Balance", "--run-id=sac",
