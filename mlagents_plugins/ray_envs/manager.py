@@ -95,6 +95,7 @@ class RayEnvManager(EnvManager):
         self.options = options
         self.env_parameters: Optional[Dict] = None
         self.behavior_specs: Dict[BehaviorName, BehaviorSpec] = {}
+        self._reporters_with_cluster_stats = 0  # behaviors whose summaries already got Copies Alive / Restarts
         self.copies: List[_Copy] = [_Copy(i, self._new_actor(i)) for i in range(n_env)]
         starts = [c.actor.start.remote() for c in self.copies]
         try:
@@ -353,6 +354,10 @@ class RayEnvManager(EnvManager):
         for r in reporters:
             r.add_stat(STAT_ROUND_TRIP_MS, 1000.0 * round_trip)
             r.add_stat(STAT_BUILD_STEP_MS, 1000.0 * build_seconds)
+        if len(reporters) != self._reporters_with_cluster_stats:
+            # A behavior's first steps: its first summary shows the copies alive and the restarts too, even when the
+            # run ends before any copy's first rate window (below) closes.
+            self._record_cluster_stats()
         elapsed = now - copy.window_start
         if elapsed >= RATE_WINDOW_S:
             copy.steps_per_second = copy.window_steps / elapsed
@@ -363,6 +368,7 @@ class RayEnvManager(EnvManager):
             self._record_cluster_stats()
 
     def _record_cluster_stats(self) -> None:
+        self._reporters_with_cluster_stats = len(self._reporters())
         for c in self.copies:
             if not c.alive:
                 c.steps_per_second = 0.0
