@@ -80,7 +80,7 @@ class ImpalaSettings(HyperparamSettings):
     entropy_weight: float = attr.ib(default=0.005, validator=non_negative_float)
     entropy_weight_schedule: ScheduleType = ScheduleType.CONSTANT
     # Global gradient-norm clip (actor and critic together, the norm of the mean losses' gradient); null = no
-    # clipping.  DEVIATION: the paper's 40 is for summed losses and never binds on our mean losses; 2.0 binds only
+    # clipping.  DEVIATION: the paper's 40 is for summed losses and rarely binds on our mean losses; 2.0 binds only
     # where the critic's gradient grows with large returns, and there it stops the fall after the threshold
     # (evidence: docs/impala.md, "Defaults", "grad_clip_norm 2.0").
     grad_clip_norm: Optional[float] = attr.ib(default=2.0, validator=optional_positive_float)
