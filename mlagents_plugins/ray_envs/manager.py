@@ -368,11 +368,12 @@ class RayEnvManager(EnvManager):
             self._record_cluster_stats()
 
     def _record_cluster_stats(self) -> None:
-        self._reporters_with_cluster_stats = len(self._reporters())
+        reporters = self._reporters()
+        self._reporters_with_cluster_stats = len(reporters)
         for c in self.copies:
             if not c.alive:
                 c.steps_per_second = 0.0
-        for r in self._reporters():
+        for r in reporters:
             for c in self.copies:
                 if not c.alive:
                     r.set_stat(STAT_COPY_STEPS_PER_SECOND.format(c.worker_id), 0.0)
