@@ -7,7 +7,7 @@ plugin of ours is loaded, so they are ``sys.meta_path`` finders installed at int
 of ``mlagents_plugins``, because importing that package imports torch and mlagents, i.e. the very modules
 being intercepted; this module imports only the standard library until a matching import happens.
 
-They are listed in ``mlagents_plugins.patches`` (``protobuf_descriptors``, ``numpy_aliases``,
+They are listed in ``mlagents_plugins.host.patches`` (``protobuf_descriptors``, ``numpy_aliases``,
 ``entry_point_groups``) with ``install_<name>`` as installers.  ``boot()`` applies the same guard
 (opt-out variable, mlagents version) at the first matching import, without importing that package.
 
@@ -365,7 +365,7 @@ def boot() -> None:
 
 
 def _install(name: str) -> bool:
-    from mlagents_plugins import patches
+    from mlagents_plugins.host import patches
 
     allowed = patches.allowed(name)
     _set_finder(name, allowed, check_guard=False)

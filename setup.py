@@ -66,7 +66,7 @@ setup(
         "mlagents.trainer_type": TRAINER_ENTRY_POINTS,
         # Loaded by every mlagents-learn run: restores the TorchScript ONNX exporter (see onnx_export.py)
         # for the built-in trainers too, even when no trainer of ours is used.
-        "mlagents.stats_writer": ["mlagents_plugins = mlagents_plugins.plugin_hooks:stats_writers"],
+        "mlagents.stats_writer": ["mlagents_plugins = mlagents_plugins.host.hook:stats_writers"],
         "console_scripts": [
             "mlagents-plugins-scene = mlagents_plugins.envs.standin:main",
             "mlagents-plugins-replay = mlagents_plugins.replay.cli:main",

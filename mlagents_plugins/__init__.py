@@ -1,7 +1,7 @@
 """Trainer plugins for Unity ML-Agents 1.1.0 (fast_sac, taac, impala, muzero_repr).
 
 Importing the package changes nothing in ML-Agents: the changes listed in ``patches`` are installed by the
-``mlagents.stats_writer`` entry point (``plugin_hooks``) when mlagents-learn starts, or by
+``mlagents.stats_writer`` entry point (``host.hook``) when mlagents-learn starts, or by
 ``patches.install_all()`` / ``patches.install(name)`` in a process that trains without mlagents-learn (the
 in-process harness does).  The one exception are the import hooks of ``mlagents_plugins_boot`` below, which
 must be in place before mlagents is imported (each checks its own opt-out variable and mlagents version).

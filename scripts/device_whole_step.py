@@ -1,6 +1,6 @@
 """GPU diagnosis: one trainer in-process on a device with the compiled whole step forced on.
 
-Whole steps (``mlagents_plugins/compiled_step.py``) are taken only for parameters on the CPU since one crashed a
+Whole steps (``mlagents_plugins/common/compiled_step.py``) are taken only for parameters on the CPU since one crashed a
 run on CUDA (docs/gpu.md, fourth session).  This runs a trainer's drop-in config on ``balance_big_reward_long``
 with that rule bypassed, so a GPU session can check whether the whole step is safe there over a long run:
 
@@ -23,7 +23,7 @@ def main() -> None:
     from mlagents.trainers.settings import TorchSettings
 
     set_torch_config(TorchSettings(device=os.environ.get("DEVICE", "cuda")))
-    from mlagents_plugins import compiled_step
+    from mlagents_plugins.common import compiled_step
 
     if os.environ.get("FORCE_WHOLE") == "1":
         compiled_step._on_cpu = lambda optimizers: True

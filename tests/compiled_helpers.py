@@ -5,8 +5,8 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
 import torch
 
-from mlagents_plugins import compiled_step
-from mlagents_plugins.compiled_step import CompiledStep
+from mlagents_plugins.common import compiled_step
+from mlagents_plugins.common.compiled_step import CompiledStep
 
 #: loss values and per-sample outputs: float32 rounding of fused kernels (another summation order) stays well
 #: inside these; gradients go through one more reduction order (the backward graph), hence the looser rtol.

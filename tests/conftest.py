@@ -22,7 +22,7 @@ PLUGIN_MODULES = (
 def _register_our_trainers():
     from mlagents import plugins as mla_plugins
 
-    from mlagents_plugins import patches
+    from mlagents_plugins.host import patches
 
     # What mlagents-learn's start-up hook does for every run, for the tests that build trainers (which export
     # ONNX at checkpoints) without it; importing the package installs nothing (tests/test_patches.py).

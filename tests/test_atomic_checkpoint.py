@@ -8,8 +8,8 @@ import torch
 from mlagents.trainers.model_saver.torch_model_saver import TorchModelSaver
 from mlagents.trainers.settings import TrainerSettings
 
-from mlagents_plugins import atomic_checkpoint
 from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.host import atomic_checkpoint
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@ import argparse
 
 import pytest
 
-from mlagents_plugins.cli_args import number
+from mlagents_plugins.util.cli_args import number
 
 
 def test_values_within_bounds_come_back_as_the_kind_asked():

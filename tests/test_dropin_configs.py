@@ -1,6 +1,6 @@
 """Drop-in configs: a config written for built-in sac loads unchanged as fast_sac, taac or muzero_repr, one
 written for ppo as impala; built-in names land on our fields, and a setting with no equivalent is refused
-with a message saying so (``mlagents_plugins.config_compat``)."""
+with a message saying so (``mlagents_plugins.common.config_compat``)."""
 import copy
 
 import cattr
@@ -11,10 +11,10 @@ from mlagents.trainers.ppo.optimizer_torch import PPOSettings
 from mlagents.trainers.sac.optimizer_torch import SACSettings
 from mlagents.trainers.settings import RunOptions, ScheduleType, TrainerSettings
 
-from mlagents_plugins import config_compat
+from mlagents_plugins.common import config_compat
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.impala.settings import ImpalaSettings
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
-from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.taac.settings import TaacSettings
 
 # Written the way ML-Agents' example configs are (config/sac/*.yaml and config/ppo/*.yaml of the

@@ -1,17 +1,16 @@
-"""The kernel swaps in mlagents_plugins/fast_kernels.py change speed only, never the function computed."""
+"""The kernel swaps in mlagents_plugins/common/fast_kernels.py change speed only, never the function computed."""
 import copy
 import time
 
 import numpy as np
 import pytest
-
 from mlagents.torch_utils import torch
 from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.layers import LinearEncoder, Swish
 from mlagents.trainers.torch_entities.networks import ValueNetwork
-from mlagents_envs.base_env import ObservationSpec, DimensionProperty, ObservationType
+from mlagents_envs.base_env import DimensionProperty, ObservationSpec, ObservationType
 
-from mlagents_plugins import fast_kernels as K
+from mlagents_plugins.common import fast_kernels as K
 
 
 def _value_network() -> ValueNetwork:

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from mlagents_plugins import lifetime, patches, plugin_hooks
+from mlagents_plugins.host import hook, patches
+from mlagents_plugins.util import process_lifetime
 
 
 def _owner_and_attr(target):
@@ -132,10 +133,10 @@ def test_targets_exist_in_the_installed_mlagents_and_names_are_unique():
 def test_the_mlagents_learn_hook_installs_every_listed_patch(monkeypatch):
     seen = []
     monkeypatch.setattr(patches, "_installer", lambda p: (lambda: seen.append(p.name) or True))
-    monkeypatch.setenv(lifetime.TRAINER_PID_ENV, "")  # restored afterwards: the hook names this process
-    assert plugin_hooks.stats_writers(None) == []
+    monkeypatch.setenv(process_lifetime.TRAINER_PID_ENV, "")  # restored afterwards: the hook names this process
+    assert hook.stats_writers(None) == []
     assert seen == [p.name for p in patches.PATCHES]
-    assert os.environ[lifetime.TRAINER_PID_ENV] == str(os.getpid())
+    assert os.environ[process_lifetime.TRAINER_PID_ENV] == str(os.getpid())
 
 
 def test_importing_the_package_installs_no_patch():
@@ -144,11 +145,11 @@ def test_importing_the_package_installs_no_patch():
     import subprocess
 
     code = (
-        "import mlagents_plugins, mlagents_plugins.onnx_export as o\n"
+        "import mlagents_plugins, mlagents_plugins.host.onnx_export as o\n"
         "from mlagents.trainers.torch_entities.model_serialization import ModelSerializer\n"
         "assert ModelSerializer.export_policy_model is o.ORIGINAL, ModelSerializer.export_policy_model\n"
-        "from mlagents_plugins import plugin_hooks\n"
-        "plugin_hooks.stats_writers(None)\n"
+        "from mlagents_plugins.host import hook\n"
+        "hook.stats_writers(None)\n"
         "assert ModelSerializer.export_policy_model is o.export_policy_model\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLAGENTS_PLUGINS_")}
@@ -174,7 +175,7 @@ def _swish_net():
 
 
 def test_fused_swish_is_guarded_by_version_and_opt_out(monkeypatch):
-    from mlagents_plugins.fast_kernels import FusedSwish, fuse_swish_
+    from mlagents_plugins.common.fast_kernels import FusedSwish, fuse_swish_
 
     monkeypatch.setenv("MLAGENTS_PLUGINS_NO_FUSED_SWISH", "1")
     net = _swish_net()
@@ -189,7 +190,7 @@ def test_fused_swish_is_guarded_by_version_and_opt_out(monkeypatch):
 def test_onednn_matmul_is_guarded_by_version_and_opt_out(monkeypatch):
     from mlagents.torch_utils import torch
 
-    from mlagents_plugins import fast_kernels
+    from mlagents_plugins.common import fast_kernels
 
     monkeypatch.setattr(fast_kernels, "onednn_fp32_matmul_available", lambda: True)  # as on an AVX-512 AMD CPU
     cpu = torch.device("cpu")

@@ -1,11 +1,11 @@
-"""The shared pure pieces (``mlagents_plugins.tensor_utils``) against independent computations."""
+"""The shared pure pieces (``mlagents_plugins.common.tensor_utils``) against independent computations."""
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from mlagents_plugins import tensor_utils as tu
+from mlagents_plugins.common import tensor_utils as tu
 
 
 def test_check_shape_names_the_tensor_and_accepts_wildcards():

@@ -1,8 +1,13 @@
 """Every trainer of the package shares one ``RLTrainer`` skeleton (``trainer_base.PluginTrainerBase``)."""
 import pytest
 from mlagents.trainers.exception import TrainerConfigError
-from mlagents.trainers.settings import BehavioralCloningSettings, NetworkSettings, TrainerSettings
+from mlagents.trainers.settings import (
+    BehavioralCloningSettings,
+    NetworkSettings,
+    TrainerSettings,
+)
 
+from mlagents_plugins.common.trainer_base import PluginTrainerBase
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 from mlagents_plugins.impala.settings import ImpalaSettings
@@ -10,7 +15,6 @@ from mlagents_plugins.impala.trainer import ImpalaTrainer
 from mlagents_plugins.muzero_repr.trainer import MuZeroReprTrainer
 from mlagents_plugins.taac.settings import TaacSettings
 from mlagents_plugins.taac.trainer import TaacTrainer
-from mlagents_plugins.trainer_base import PluginTrainerBase
 
 TRAINERS = [FastSACTrainer, TaacTrainer, ImpalaTrainer, MuZeroReprTrainer]
 

@@ -77,7 +77,7 @@ def test_a_crashing_trainer_thread_ends_the_run_and_resume_continues(tmp_path, b
 
 
 def test_the_interrupt_handler_is_installed_only_on_the_main_thread_and_restored():
-    from mlagents_plugins import trainer_thread_crash as ttc
+    from mlagents_plugins.host import trainer_thread_crash as ttc
 
     sig = ttc.INTERRUPT_SIGNAL
     before = signal.getsignal(sig)

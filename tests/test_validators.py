@@ -4,7 +4,7 @@ import attr
 import pytest
 from mlagents.trainers.exception import TrainerConfigError
 
-from mlagents_plugins import validators as v
+from mlagents_plugins.common import validators as v
 
 
 @attr.s(auto_attribs=True)

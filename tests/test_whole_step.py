@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from mlagents_plugins import compiled_step
-from mlagents_plugins.compiled_step import CompiledStep, _adam_update_, _clipped
-
+from mlagents_plugins.common import compiled_step
+from mlagents_plugins.common.compiled_step import CompiledStep, _adam_update_, _clipped
 from tests.compiled_helpers import exact_compile
 
 pytestmark = pytest.mark.skipif(not compiled_step._TRACE_AUTOGRAD_OK, reason="torch without trace_autograd_ops")
@@ -246,7 +245,9 @@ def test_parameters_off_the_cpu_keep_the_two_graph_path(monkeypatch):
 def test_discrete_log_probs_equal_ml_agents_distribution_with_masks():
     """``networks.discrete_log_probs`` (one traceable graph) against ML-Agents' own ``MultiCategoricalDistribution``
     on branches of different sizes with actions masked in the second one."""
-    from mlagents.trainers.torch_entities.distributions import MultiCategoricalDistribution
+    from mlagents.trainers.torch_entities.distributions import (
+        MultiCategoricalDistribution,
+    )
 
     from mlagents_plugins.fast_sac.networks import discrete_log_probs
 

@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from mlagents_plugins import lifetime, worker_lifetime
 from mlagents_plugins.envs.standin import write_builds
+from mlagents_plugins.host import worker_lifetime
 from mlagents_plugins.testing.ports import free_base_port
 from mlagents_plugins.testing.sockets import is_loopback, wait_until_listening
+from mlagents_plugins.util import process_lifetime
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -21,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # launches a "build" in a new session (as mlagents_envs.env_utils.launch_executable does) and reports both pids.
 CHAIN = textwrap.dedent("""
     import multiprocessing, os, subprocess, sys, time
-    from mlagents_plugins import worker_lifetime
+    from mlagents_plugins.host import worker_lifetime
 
     def worker(use_death_signal, out):
         how = worker_lifetime.bind_to_parent(worker_lifetime._parent_pid(), use_death_signal=use_death_signal)
@@ -39,9 +40,9 @@ CHAIN = textwrap.dedent("""
 
 def _wait_gone(pids, timeout_s):
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(lifetime.process_alive(*p) for p in pids):
+    while time.monotonic() < deadline and any(process_lifetime.process_alive(*p) for p in pids):
         time.sleep(0.05)
-    return [p for p, started in pids if lifetime.process_alive(p, started)]
+    return [p for p, started in pids if process_lifetime.process_alive(p, started)]
 
 
 @pytest.mark.parametrize("use_death_signal,mechanism", [(True, "pdeathsig"), (False, "watchdog")])
@@ -52,8 +53,8 @@ def test_worker_and_its_build_end_when_the_trainer_is_killed(tmp_path, use_death
     try:
         worker_pid, build_pid, how = trainer.stdout.readline().split()
         assert how == mechanism
-        pids = [(int(p), lifetime.start_time(int(p))) for p in (worker_pid, build_pid)]
-        assert all(lifetime.process_alive(*p) for p in pids)
+        pids = [(int(p), process_lifetime.start_time(int(p))) for p in (worker_pid, build_pid)]
+        assert all(process_lifetime.process_alive(*p) for p in pids)
         os.kill(trainer.pid, signal.SIGKILL)
         trainer.wait()
         killed = time.monotonic()
@@ -76,8 +77,8 @@ SPAWN = textwrap.dedent("""
         from mlagents.trainers import subprocess_env_manager
         from mlagents.trainers.learn import create_environment_factory
         from mlagents.trainers.settings import RunOptions
-        from mlagents_plugins import plugin_hooks, worker_lifetime
-        plugin_hooks.stats_writers(None)
+        from mlagents_plugins.host import hook, worker_lifetime
+        hook.stats_writers(None)
         assert subprocess_env_manager.worker is worker_lifetime.guarded_worker
         factory = create_environment_factory(sys.argv[1], True, False, 0, 1, 60, int(sys.argv[2]), None, sys.argv[3])
         manager = subprocess_env_manager.SubprocessEnvManager(factory, RunOptions(), 1)
@@ -103,7 +104,7 @@ def test_spawned_worker_binds_loopback_and_ends_with_its_trainer(tmp_path):
         worker_pid = int(line.split()[-1])
         addresses = wait_until_listening(port, timeout_s=5)
         assert addresses and all(is_loopback(a) for a in addresses), addresses
-        pids = [(p, lifetime.start_time(p)) for p in [worker_pid] + lifetime.child_pids(worker_pid)]
+        pids = [(p, process_lifetime.start_time(p)) for p in [worker_pid] + process_lifetime.child_pids(worker_pid)]
         assert len(pids) == 2, pids  # the worker and its stand-in build
         os.kill(trainer.pid, signal.SIGKILL)
         trainer.wait()

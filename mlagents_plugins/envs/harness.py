@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-
 from mlagents.plugins.trainer_type import register_trainer_plugins
 from mlagents.trainers.environment_parameter_manager import EnvironmentParameterManager
 from mlagents.trainers.exception import TrainerConfigError
@@ -25,13 +24,15 @@ from mlagents.trainers.stats import StatsReporter, StatsSummary, StatsWriter
 from mlagents.trainers.trainer import TrainerFactory
 from mlagents.trainers.trainer_controller import TrainerController
 from mlagents.trainers.training_status import GlobalTrainingStatus
-from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
+from mlagents_envs.side_channel.environment_parameters_channel import (
+    EnvironmentParametersChannel,
+)
 from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
-from mlagents_plugins import patches
 from mlagents_plugins.envs.academy import STAT_SUCCESS_RATE
 from mlagents_plugins.envs.inprocess import SceneEnv
 from mlagents_plugins.envs.scenes import scene_class
+from mlagents_plugins.host import patches
 
 STAT_CUMULATIVE_REWARD = "Environment/Cumulative Reward"
 TRAINING_STATUS_FILE = "training_status.json"

@@ -14,7 +14,7 @@ single unary ``Exchange`` RPC for everything, exactly like Unity's RpcCommunicat
 Python closes by replying status 400 and stopping its server at once, so CANCELLED/UNAVAILABLE after
 the handshake also means "closed": exit 0.  Every call has a deadline (``--timeout-wait``) and a lost
 connection is retried a few times only, so a trainer that disappears never leaves this process hanging.
-Launched by ``mlagents-learn`` (its environment names the trainer, ``lifetime.TRAINER_PID_ENV``), a thread
+Launched by ``mlagents-learn`` (its environment names the trainer, ``process_lifetime.TRAINER_PID_ENV``), a thread
 also watches the trainer and the worker that launched us and exits (code 3) within a second of either
 ending - also when a half-dead worker still holds the port and would leave an exchange waiting for its
 deadline.
@@ -32,17 +32,22 @@ import time
 from typing import List, Optional, Tuple
 
 import grpc
-
 from mlagents_envs.communicator_objects.command_pb2 import QUIT, RESET, STEP
 from mlagents_envs.communicator_objects.header_pb2 import HeaderProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
-from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import UnityToExternalProtoStub
+from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import (
+    UnityToExternalProtoStub,
+)
 
-from mlagents_plugins import lifetime
-from mlagents_plugins.cli_args import number
 from mlagents_plugins.envs.academy import Academy
 from mlagents_plugins.envs.scenes import ALL_SCENES
-from mlagents_plugins.envs.wire import actions_from_protos, agent_info_protos, brain_parameters_proto
+from mlagents_plugins.envs.wire import (
+    actions_from_protos,
+    agent_info_protos,
+    brain_parameters_proto,
+)
+from mlagents_plugins.util import process_lifetime
+from mlagents_plugins.util.cli_args import number
 
 COMMUNICATION_VERSION = "1.5.0"
 PACKAGE_VERSION = "2.0.1"  # the com.unity.ml-agents release that speaks communication version 1.5.0
@@ -325,7 +330,7 @@ def _setup_logging(log_file: Optional[str]) -> None:
 
 def _exit_when_trainer_gone() -> None:
     """When launched by a trainer, exit as soon as it or our parent (its environment worker) is gone."""
-    trainer = lifetime.trainer_from_environment()
+    trainer = process_lifetime.trainer_from_environment()
     if trainer is None:
         return
 
@@ -335,7 +340,7 @@ def _exit_when_trainer_gone() -> None:
         logging.shutdown()
         os._exit(EXIT_TRAINER_LOST)
 
-    lifetime.watch_processes([trainer], gone, parent=os.getppid())
+    process_lifetime.watch_processes([trainer], gone, parent=os.getppid())
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -8,15 +8,14 @@ a time-out bootstraps from the real final observation and a chunk end from the c
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
-
 from mlagents.torch_utils import torch
 from mlagents_envs.base_env import BehaviorSpec
 
+from mlagents_plugins.common.tensor_utils import stream_discounts
+from mlagents_plugins.fast_sac.optimizer import SACBatch
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.prioritized import importance_weights
-from mlagents_plugins.fast_sac.optimizer import SACBatch
-from mlagents_plugins.tensor_utils import stream_discounts
 
 #: ``stream_rewards(idx [B, N], window rows) -> [B, N, S]`` float32 rewards per stream, strength applied.
 StreamRewards = Callable[[np.ndarray, Dict[str, np.ndarray]], np.ndarray]

@@ -15,7 +15,8 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
-from mlagents_plugins.tensor_utils import check_shape as _check_shape, tanh_gaussian_log_prob
+from mlagents_plugins.common.tensor_utils import check_shape as _check_shape
+from mlagents_plugins.common.tensor_utils import tanh_gaussian_log_prob
 
 
 def n_step_targets(

@@ -12,17 +12,16 @@ own, so checkpoints of either kind load into the same module).
 import copy
 from typing import List, Optional, Tuple
 
-from mlagents_envs import logging_util
-
 from mlagents.torch_utils import nn, torch
-from mlagents.trainers.torch_entities.distributions import EPSILON as DIST_EPSILON
 from mlagents.trainers.settings import NetworkSettings
+from mlagents.trainers.torch_entities.distributions import EPSILON as DIST_EPSILON
 from mlagents.trainers.torch_entities.networks import ValueNetwork
+from mlagents_envs import logging_util
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.critic_norm import LayerNormedCritics
+from mlagents_plugins.common.critic_norm import LayerNormedCritics
+from mlagents_plugins.common.tensor_utils import call_frozen
 from mlagents_plugins.fast_sac import losses
-from mlagents_plugins.tensor_utils import call_frozen
 
 logger = logging_util.get_logger(__name__)
 

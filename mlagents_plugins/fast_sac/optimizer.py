@@ -6,9 +6,9 @@ the actor loss moves only the actor; with discrete-only actions Q(s, .) does not
 first pass's detached values are reused), then a *single* backward of ``critic + actor + temperature`` losses and
 a single (fused) Adam step over three parameter groups, and one fused Polyak update.  On CPU the update's
 matmuls use oneDNN's fp32 kernel where it is exact and, timed on the first updates, faster
-(``fast_cpu_matmul``), the networks use a fused Swish (``mlagents_plugins/fast_kernels.py``), and for
+(``fast_cpu_matmul``), the networks use a fused Swish (``mlagents_plugins/common/fast_kernels.py``), and for
 vector observations the forward passes and losses run through ``torch.compile`` (``compile_update``,
-``mlagents_plugins/compiled_step.py``), which fuses their elementwise ops.  Built-in SAC runs three
+``mlagents_plugins/common/compiled_step.py``), which fuses their elementwise ops.  Built-in SAC runs three
 backward passes and three optimizers and also trains a V network; that and its per-update AgentBuffer
 conversions are most of the speed difference.
 """
@@ -20,12 +20,16 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
-from mlagents_plugins.compiled_step import CompiledStep, compile_wanted
-from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.common.compiled_step import CompiledStep, compile_wanted
+from mlagents_plugins.common.fast_kernels import (
+    MatmulKernelChooser,
+    fuse_swish_,
+    fused_adam_kwargs,
+)
+from mlagents_plugins.common.tensor_utils import polyak_update_
 from mlagents_plugins.fast_sac import losses
 from mlagents_plugins.fast_sac.losses import SACLosses
 from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, sample_for_training
-from mlagents_plugins.tensor_utils import polyak_update_
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 STAT_POLICY_LOSS = "Losses/Policy Loss"

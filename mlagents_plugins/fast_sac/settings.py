@@ -2,10 +2,17 @@
 from typing import Any, ClassVar
 
 import attr
-
 from mlagents.trainers.settings import ScheduleType
+
+from mlagents_plugins.common.validators import (
+    entropy_scale,
+    optional_bool,
+    positive_float,
+    positive_int,
+    strict_bool,
+    unit_interval,
+)
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
-from mlagents_plugins.validators import entropy_scale, optional_bool, positive_float, positive_int, strict_bool, unit_interval
 
 
 @attr.s(auto_attribs=True)

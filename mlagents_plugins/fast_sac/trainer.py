@@ -8,20 +8,23 @@ stream (extrinsic from the stored reward; intrinsic providers evaluated on the s
 from typing import Dict, cast
 
 import numpy as np
-
+from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.torch_entities.networks import SimpleActor
-from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents_envs.base_env import BehaviorSpec
 
-from mlagents_plugins.fast_kernels import fuse_swish_
-from mlagents_plugins.offpolicy import rows as offpolicy_rows
-from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
+from mlagents_plugins.common.fast_kernels import fuse_swish_
 from mlagents_plugins.fast_sac import losses
-from mlagents_plugins.fast_sac.batch import annealed_per_beta, sample_starts, window_batch
+from mlagents_plugins.fast_sac.batch import (
+    annealed_per_beta,
+    sample_starts,
+    window_batch,
+)
 from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer, SACBatch
 from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.offpolicy import rows as offpolicy_rows
+from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 
 TRAINER_NAME = "fast_sac"
 STAT_PER_BETA = "Replay/PER Beta"

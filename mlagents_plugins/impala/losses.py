@@ -24,7 +24,7 @@ from typing import NamedTuple, Optional
 
 from mlagents.torch_utils import torch
 
-from mlagents_plugins.tensor_utils import check_shape, masked_mean
+from mlagents_plugins.common.tensor_utils import check_shape, masked_mean
 
 
 class VTraceReturns(NamedTuple):

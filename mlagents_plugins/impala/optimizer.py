@@ -8,11 +8,11 @@ reward), and the baseline loss is the sum of the per-stream losses.
 
 Kernels (same math): the separate critic's Swish is fused (the trainer fuses the actor's), Adam uses the
 fused kernel where torch has one for the device, and the update's fp32 matmuls use oneDNN on CPU where a
-probe shows it exact and faster (``fast_cpu_matmul``; ``mlagents_plugins/fast_kernels.py``).
+probe shows it exact and faster (``fast_cpu_matmul``; ``mlagents_plugins/common/fast_kernels.py``).
 """
 from typing import Dict, List, NamedTuple, Optional, Tuple, cast
 
-from mlagents.torch_utils import torch, default_device
+from mlagents.torch_utils import default_device, torch
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
@@ -21,7 +21,11 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents.trainers.torch_entities.utils import ModelUtils
 from mlagents_envs.timers import timed
 
-from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.common.fast_kernels import (
+    MatmulKernelChooser,
+    fuse_swish_,
+    fused_adam_kwargs,
+)
 from mlagents_plugins.impala import losses
 from mlagents_plugins.impala.pieces import PieceBatch
 from mlagents_plugins.impala.settings import ImpalaSettings

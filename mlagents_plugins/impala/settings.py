@@ -10,8 +10,8 @@ from typing import Any, Optional
 import attr
 from mlagents.trainers.settings import HyperparamSettings, ScheduleType
 
-from mlagents_plugins import config_compat as compat
-from mlagents_plugins.validators import (
+from mlagents_plugins.common import config_compat as compat
+from mlagents_plugins.common.validators import (
     fail,
     non_negative_float,
     one_of,
@@ -22,7 +22,6 @@ from mlagents_plugins.validators import (
     strict_bool,
     unit_interval,
 )
-
 
 UPDATE_STYLES = ("stream", "epochs")
 OPTIMIZERS = ("adam", "rmsprop")  # rmsprop is the paper's choice

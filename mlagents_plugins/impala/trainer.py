@@ -20,19 +20,25 @@ from typing import Any, Dict, List, Type, Union
 
 import numpy as np
 from mlagents.torch_utils import torch
-from mlagents_envs.base_env import BehaviorSpec
-from mlagents_envs.logging_util import get_logger
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.buffer import BufferKey, RewardSignalUtil
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.settings import RewardSignalType
 from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
 from mlagents.trainers.trajectory import Trajectory
+from mlagents_envs.base_env import BehaviorSpec
+from mlagents_envs.logging_util import get_logger
 
-from mlagents_plugins.fast_kernels import fuse_swish_
+from mlagents_plugins.common.fast_kernels import fuse_swish_
+from mlagents_plugins.common.trainer_base import PluginTrainerBase
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
-from mlagents_plugins.trainer_base import PluginTrainerBase
-from mlagents_plugins.impala.pieces import UNKNOWN_VERSION, PieceQueue, cut_trajectory, make_batch, merge_sources
+from mlagents_plugins.impala.pieces import (
+    UNKNOWN_VERSION,
+    PieceQueue,
+    cut_trajectory,
+    make_batch,
+    merge_sources,
+)
 from mlagents_plugins.impala.policy import ImpalaPolicy
 from mlagents_plugins.impala.settings import ImpalaSettings
 

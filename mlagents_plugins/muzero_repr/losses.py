@@ -11,8 +11,8 @@ from typing import List, NamedTuple, Optional, Sequence
 
 from mlagents.torch_utils import torch
 
+from mlagents_plugins.common.tensor_utils import check_same_shape, check_shape
 from mlagents_plugins.muzero_repr.targets import UnrollTargets
-from mlagents_plugins.tensor_utils import check_same_shape, check_shape
 
 # MuZero Appendix F uses eps = 0.001 for h(x).
 DEFAULT_VALUE_TRANSFORM_EPS = 0.001

@@ -21,21 +21,29 @@ from mlagents.torch_utils import default_device, nn, torch
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
-from mlagents.trainers.settings import NetworkSettings, RewardSignalType, TrainerSettings
+from mlagents.trainers.settings import (
+    NetworkSettings,
+    RewardSignalType,
+    TrainerSettings,
+)
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
-from mlagents_plugins.compiled_step import CompiledStep, compile_wanted
-from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.common.compiled_step import CompiledStep, compile_wanted
+from mlagents_plugins.common.fast_kernels import (
+    MatmulKernelChooser,
+    fuse_swish_,
+    fused_adam_kwargs,
+)
+from mlagents_plugins.common.tensor_utils import polyak_update_
+from mlagents_plugins.fast_sac import losses as sac_losses
+from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, sample_for_training
+from mlagents_plugins.fast_sac.optimizer import STAT_LR, SACBatch, sac_stats
 from mlagents_plugins.muzero_repr import losses as muzero_losses
 from mlagents_plugins.muzero_repr.actor import MuZeroActor, latent_observation_spec
 from mlagents_plugins.muzero_repr.batch import ModelBatch
 from mlagents_plugins.muzero_repr.networks import MuZeroModel
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.muzero_repr.targets import UnrollTargets, compute_unroll_targets
-from mlagents_plugins.fast_sac import losses as sac_losses
-from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, sample_for_training
-from mlagents_plugins.tensor_utils import polyak_update_
-from mlagents_plugins.fast_sac.optimizer import STAT_LR, SACBatch, sac_stats
 
 # ---- stats keys -------------------------------------------------------------------------------------
 STAT_MODEL_LOSS = "Losses/MuZero Model Loss"
@@ -115,7 +123,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             consistency_head=hp.train_repr_prediction,
             representation=self.actor.representation,
         ).to(self.device)
-        # Same function, one kernel (mlagents_plugins/fast_kernels.py); before the target copies are made.
+        # Same function, one kernel (mlagents_plugins/common/fast_kernels.py); before the target copies are made.
         fuse_swish_(self.actor)
         fuse_swish_(self.model)
         self.target_model = copy.deepcopy(self.model)

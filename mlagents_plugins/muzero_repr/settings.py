@@ -13,10 +13,7 @@ from typing import Any, ClassVar, Sequence
 
 import attr
 
-from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
-from mlagents_plugins.fast_sac.settings import FastSACSettings
-from mlagents_plugins.offpolicy.rows import is_compact_obs
-from mlagents_plugins.validators import (
+from mlagents_plugins.common.validators import (
     fail,
     non_negative_float,
     non_negative_int,
@@ -27,7 +24,9 @@ from mlagents_plugins.validators import (
     strict_bool,
     unit_interval,
 )
-
+from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
+from mlagents_plugins.offpolicy.rows import is_compact_obs
 
 #: ``random_shift_pad`` resolved for visual observations (DrQ's 4 pixels on 84x84 images, scaled to 27-36 pixels).
 VISUAL_SHIFT_PAD = 2

@@ -32,7 +32,7 @@ from typing import NamedTuple, Optional
 
 from mlagents.torch_utils import torch
 
-from mlagents_plugins.tensor_utils import is_compiling
+from mlagents_plugins.common.tensor_utils import is_compiling
 
 ACTIONS_AFTER_END_REPEAT = "repeat"
 ACTIONS_AFTER_END_RANDOM = "random"

@@ -6,11 +6,10 @@ given and what is allowed, so a bad YAML stops ``mlagents-learn`` at start-up wi
 from typing import Any, ClassVar, Optional
 
 import attr
-
 from mlagents.trainers.settings import OffPolicyHyperparamSettings
 
-from mlagents_plugins import config_compat as compat
-from mlagents_plugins.validators import (
+from mlagents_plugins.common import config_compat as compat
+from mlagents_plugins.common.validators import (
     fail,
     non_negative_int,
     optional_bool,
@@ -41,10 +40,10 @@ class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
     # On CPU, run the update's fp32 matmuls with oneDNN's kernel when a start-up probe finds it exact to fp32
     # and, timed on the first updates, faster than the default (MKL) kernel - about 2x on AVX-512 AMD
     # processors at 256 units; no effect elsewhere or on CUDA.  false = always the default kernel.  See
-    # mlagents_plugins/fast_kernels.py.
+    # mlagents_plugins/common/fast_kernels.py.
     fast_cpu_matmul: Any = attr.ib(default=True, validator=strict_bool)  # bool
     # Compile the update's forward passes and losses with torch.compile (same math, elementwise ops fused;
-    # see mlagents_plugins/compiled_step.py), after a one-off compile of 5-30 s.  null = automatic: compile
+    # see mlagents_plugins/common/compiled_step.py), after a one-off compile of 5-30 s.  null = automatic: compile
     # when every observation is a vector (Inductor's CPU convolutions were slower than eager on the camera
     # scene); true = always; false = never.  Where compiling fails (e.g. no C++ compiler) the update runs
     # eagerly, with a warning.

@@ -33,7 +33,6 @@ from collections import defaultdict
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
-
 from mlagents.trainers.buffer import AgentBuffer, BufferKey
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.policy import Policy
@@ -46,13 +45,17 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents_envs.timers import hierarchical_timer, timed
 
+from mlagents_plugins.common.trainer_base import PluginTrainerBase
+from mlagents_plugins.host.atomic_checkpoint import CheckpointSaveError
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.offpolicy.extras import StepExtras
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
-from mlagents_plugins.atomic_checkpoint import CheckpointSaveError
-from mlagents_plugins.replay.errors import ReplayFileError, ReplaySaveError, resume_failure
-from mlagents_plugins.trainer_base import PluginTrainerBase
+from mlagents_plugins.replay.errors import (
+    ReplayFileError,
+    ReplaySaveError,
+    resume_failure,
+)
 from mlagents_plugins.replay.specs import FieldSpec
 
 logger = get_logger(__name__)

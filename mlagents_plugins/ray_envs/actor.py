@@ -13,15 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from mlagents_envs.base_env import ActionTuple
-from mlagents_envs.environment import UnityEnvironment
 from mlagents_envs.env_utils import validate_environment_path
+from mlagents_envs.environment import UnityEnvironment
 from mlagents_envs.exception import UnityEnvironmentException, UnityWorkerInUseException
-from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig, EngineConfigurationChannel
-from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
+from mlagents_envs.side_channel.engine_configuration_channel import (
+    EngineConfig,
+    EngineConfigurationChannel,
+)
+from mlagents_envs.side_channel.environment_parameters_channel import (
+    EnvironmentParametersChannel,
+)
 from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 from mlagents_envs.timers import TimerNode, get_timer_root, reset_timers
 
-from mlagents_plugins import patches
+from mlagents_plugins.host import patches
 from mlagents_plugins.testing.ports import free_base_port
 
 # How many times a port that was free when picked but taken when the build started is re-picked.

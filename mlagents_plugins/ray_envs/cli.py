@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from mlagents_plugins.cli_args import number
+from mlagents_plugins.util.cli_args import number
 
 LOOPBACK = "127.0.0.1"
 AUTH_MODE_ENV_VAR = "RAY_AUTH_MODE"

@@ -28,7 +28,6 @@ from typing import Any, BinaryIO, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from mlagents_plugins.fsync import fsync_dir
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.errors import (
     ReplayFileError,
@@ -37,6 +36,7 @@ from mlagents_plugins.replay.errors import (
     ReplaySpecMismatchError,
 )
 from mlagents_plugins.replay.specs import FieldSpec, ReplaySpec, as_replay_spec
+from mlagents_plugins.util.fsync import fsync_dir
 
 MAGIC = b"MLAPRPLY"
 END_MAGIC = b"MLAPEND."

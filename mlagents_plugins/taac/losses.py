@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional, Tuple
 
 from mlagents.torch_utils import torch
 
-from mlagents_plugins.tensor_utils import check_same_shape, masked_mean
+from mlagents_plugins.common.tensor_utils import check_same_shape, masked_mean
 
 # Smallest switch temperature used in a division; below it the switch is (numerically) greedy.
 MIN_SWITCH_TEMPERATURE = 1e-10

@@ -12,17 +12,17 @@ one, and for how many steps it has been executed.
 import math
 from typing import List, NamedTuple, Optional, Tuple
 
-from mlagents.torch_utils import torch, nn
+from mlagents.torch_utils import nn, torch
+from mlagents.trainers.buffer import AgentBuffer
 from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.distributions import GaussianDistribution
 from mlagents.trainers.torch_entities.networks import Actor, NetworkBody, ValueNetwork
-from mlagents.trainers.buffer import AgentBuffer
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.critic_norm import LayerNormedCritics
+from mlagents_plugins.common.critic_norm import LayerNormedCritics
+from mlagents_plugins.common.tensor_utils import call_frozen, tanh_gaussian_log_prob
 from mlagents_plugins.taac import losses, trajectories
 from mlagents_plugins.taac.trajectories import TrajectoryKind
-from mlagents_plugins.tensor_utils import call_frozen, tanh_gaussian_log_prob
 
 
 class TaacCritic(LayerNormedCritics):

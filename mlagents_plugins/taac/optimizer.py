@@ -21,19 +21,23 @@ generator are saved in the model checkpoint (module ``Optimizer:taac_state``, an
 import copy
 from typing import Dict, List, NamedTuple, Tuple
 
-from mlagents.torch_utils import torch, default_device
+from mlagents.torch_utils import default_device, torch
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 
-from mlagents_plugins.compiled_step import CompiledStep, compile_wanted
-from mlagents_plugins.fast_kernels import MatmulKernelChooser, fuse_swish_, fused_adam_kwargs
+from mlagents_plugins.common.compiled_step import CompiledStep, compile_wanted
+from mlagents_plugins.common.fast_kernels import (
+    MatmulKernelChooser,
+    fuse_swish_,
+    fused_adam_kwargs,
+)
+from mlagents_plugins.common.tensor_utils import polyak_update_, stream_discounts
 from mlagents_plugins.offpolicy.checkpoint_state import CheckpointState
 from mlagents_plugins.taac import losses, stats
 from mlagents_plugins.taac.networks import TaacActor, TaacCritic
 from mlagents_plugins.taac.policy import TaacPolicy
 from mlagents_plugins.taac.settings import TaacSettings
-from mlagents_plugins.tensor_utils import polyak_update_, stream_discounts
 
 
 class TaacBatch(NamedTuple):
@@ -75,7 +79,7 @@ class TaacOptimizer(TorchOptimizer):
         self.hyperparameters: TaacSettings = trainer_settings.hyperparameters  # type: ignore[assignment]
         hp = self.hyperparameters
         self.actor: TaacActor = policy.actor
-        fuse_swish_(self.actor)  # same function, one kernel (mlagents_plugins/fast_kernels.py); before the target copy
+        fuse_swish_(self.actor)  # same function, one kernel (mlagents_plugins/common/fast_kernels.py); before the target copy
         self.q_networks: TaacCritic = self.actor.critic
         self.stream_names = list(self.critic.stream_names)
         if self.stream_names != list(self.reward_signals.keys()):
@@ -105,7 +109,7 @@ class TaacOptimizer(TorchOptimizer):
         self._critic_params = list(self.critic.parameters())
         self._target_critic_params = list(self.target_critic.parameters())
         # fp32 matmul kernel timed on the first updates (fast_cpu_matmul), then the compiled loss step
-        # (compile_update), as in fast_sac: mlagents_plugins/fast_kernels.py and compiled_step.py.
+        # (compile_update), as in fast_sac: mlagents_plugins/common/fast_kernels.py and compiled_step.py.
         self.matmul_kernels = MatmulKernelChooser(default_device(), hp.fast_cpu_matmul)
         compile_update = compile_wanted(hp.compile_update, policy.behavior_spec.observation_specs)
         self.loss_step = CompiledStep(self._total_loss, compile_update, "taac update")

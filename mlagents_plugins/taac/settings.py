@@ -7,11 +7,10 @@ import math
 from typing import Any, ClassVar, List, Optional
 
 import attr
-
 from mlagents.trainers.settings import ScheduleType
-from mlagents_plugins import config_compat as compat
-from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
-from mlagents_plugins.validators import (
+
+from mlagents_plugins.common import config_compat as compat
+from mlagents_plugins.common.validators import (
     entropy_scale,
     fail,
     non_negative_int,
@@ -20,8 +19,8 @@ from mlagents_plugins.validators import (
     strict_bool,
     unit_interval,
 )
+from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.taac.trajectories import TrajectoryKind
-
 
 
 def _to_kind_name(value: Any) -> Any:
@@ -65,7 +64,7 @@ class TaacSettings(OffPolicyBaseSettings):
     # [min, max] clip of the advantage Q(s, tau_hat) - Q(s, tau^-) inside the switch softmax, or null.
     b1_advantage_clipping: Optional[List[float]] = attr.ib(default=None)
     # Layer normalization, without learned scale or shift, after each hidden layer of every critic (before the
-    # activation; mlagents_plugins/critic_norm.py), as fast_sac's critics have it for continuous actions; the
+    # activation; mlagents_plugins/common/critic_norm.py), as fast_sac's critics have it for continuous actions; the
     # TAAC paper has none.  docs/taac.md "Critic layer normalization".
     critic_layer_norm: Any = attr.ib(default=True, validator=strict_bool)  # bool
     # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).

@@ -18,7 +18,7 @@ from mlagents.trainers.torch_entities.model_serialization import (
 def export_policy(policy, path_without_suffix: str) -> str:
     """Export ``policy`` exactly as mlagents-learn does (with its start-up hook's ``onnx_export`` patch) and
     return the ``.onnx`` path."""
-    from mlagents_plugins import patches
+    from mlagents_plugins.host import patches
 
     patches.install("onnx_export")
     ModelSerializer(policy).export_policy_model(path_without_suffix)

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 import torch
-
 from bench_fixtures import rec  # noqa: F401  (also puts the repo root on sys.path)
+
 from bench import speed, update_speed
 from bench.report import render_report
 
@@ -102,7 +102,7 @@ def test_minimal_loop_accounts_for_every_setting_of_its_trainer(trainer, module)
     import attr
     from mlagents import plugins as mla_plugins
 
-    from mlagents_plugins import config_compat
+    from mlagents_plugins.common import config_compat
 
     speed.register_plugins()
     cls = mla_plugins.all_trainer_settings[trainer]

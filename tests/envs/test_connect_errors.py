@@ -3,7 +3,7 @@ import pytest
 from mlagents_envs.environment import UnityEnvironment
 from mlagents_envs.exception import UnityEnvironmentException, UnityTimeOutException
 
-from mlagents_plugins import connect_errors
+from mlagents_plugins.host import connect_errors
 from tests.envs.conftest import free_base_port
 
 UPSTREAM = connect_errors.ORIGINAL or UnityEnvironment.__dict__["_send_academy_parameters"]

@@ -5,15 +5,18 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from mlagents.trainers.subprocess_env_manager import (
+    EnvironmentCommand,
+    EnvironmentResponse,
+    SubprocessEnvManager,
+)
 
-from mlagents.trainers.subprocess_env_manager import EnvironmentCommand, EnvironmentResponse, SubprocessEnvManager
-
-from mlagents_plugins import env_wait_fix
+from mlagents_plugins.host import env_wait
 
 # The upstream method, whatever is installed on the class when this module is imported (tests may run after
 # the plugin hook patched it: then fall back to the function object saved before patching, if any).
 UPSTREAM_STEP = SubprocessEnvManager.__dict__["_step"]
-if UPSTREAM_STEP is env_wait_fix.blocking_step:  # pragma: no cover - depends on test order
+if UPSTREAM_STEP is env_wait.blocking_step:  # pragma: no cover - depends on test order
     UPSTREAM_STEP = None
 
 
@@ -74,13 +77,13 @@ def test_waits_without_spinning_and_returns_the_response():
     mgr = FakeManager(1)
     thread = _put_later(mgr.step_queue, [_step(EnvironmentCommand.STEP, 0, "obs")], delay=0.4)
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    out = env_wait_fix.blocking_step(mgr)
+    out = env_wait.blocking_step(mgr)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     thread.join()
     assert out == [(0, "obs")]
     assert wall >= 0.35
     # One blocking get per WAIT_TIMEOUT_S (plus the drain), not a poll loop; CPU stays a fraction of the wait.
-    assert mgr.step_queue.gets <= wall / env_wait_fix.WAIT_TIMEOUT_S + 3, mgr.step_queue.gets
+    assert mgr.step_queue.gets <= wall / env_wait.WAIT_TIMEOUT_S + 3, mgr.step_queue.gets
     assert cpu < 0.5 * wall, (cpu, wall)
     assert mgr.env_workers[0].waiting is False
     assert mgr.queued == 1
@@ -88,7 +91,7 @@ def test_waits_without_spinning_and_returns_the_response():
 
 def _same_as_upstream(make_items, num_workers):
     results = []
-    for fn in (env_wait_fix.blocking_step, UPSTREAM_STEP):
+    for fn in (env_wait.blocking_step, UPSTREAM_STEP):
         if fn is None:
             continue
         mgr = FakeManager(num_workers)
@@ -132,7 +135,7 @@ def test_env_exited_then_later_step_is_awaited():
     mgr = FakeManager(1)
     mgr.step_queue.put(_step(EnvironmentCommand.ENV_EXITED, 0, None))
     thread = _put_later(mgr.step_queue, [_step(EnvironmentCommand.STEP, 0, "after-restart")], delay=0.3)
-    out = env_wait_fix.blocking_step(mgr)
+    out = env_wait.blocking_step(mgr)
     thread.join()
     assert out == [(0, "after-restart")]
     assert mgr.restarted == [0]

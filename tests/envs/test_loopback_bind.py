@@ -6,7 +6,7 @@ import sys
 import pytest
 from mlagents_envs.rpc_communicator import RpcCommunicator
 
-from mlagents_plugins import loopback_bind
+from mlagents_plugins.host import loopback_bind
 from mlagents_plugins.testing.sockets import is_loopback, listening_addresses
 from tests.envs.conftest import free_base_port
 

@@ -7,8 +7,8 @@ import time
 import pytest
 from mlagents_envs.rpc_communicator import RpcCommunicator
 
-from mlagents_plugins import lifetime
 from mlagents_plugins.envs.standin import EXIT_TRAINER_LOST
+from mlagents_plugins.util import process_lifetime
 from tests.envs.conftest import free_base_port, popen_standin
 
 
@@ -16,7 +16,7 @@ def test_standin_exits_when_its_trainer_dies_while_the_port_is_held(tmp_path, mo
     trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     # Listens, accepts the build's first exchange and never replies: a worker whose trainer is gone.
     half_dead = RpcCommunicator(worker_id=0, base_port=free_base_port(), timeout_wait=1)
-    monkeypatch.setenv(lifetime.TRAINER_PID_ENV, str(trainer.pid))
+    monkeypatch.setenv(process_lifetime.TRAINER_PID_ENV, str(trainer.pid))
     log = tmp_path / "player.log"
     standin = popen_standin("--scene", "balance", "--mlagents-port", str(half_dead.port), "--connect-timeout", "120",
                             "--timeout-wait", "120", log_path=str(log))
@@ -44,7 +44,7 @@ def test_standin_exits_when_its_trainer_dies_while_the_port_is_held(tmp_path, mo
 @pytest.mark.parametrize("named", [False, True])
 def test_standin_not_launched_by_a_trainer_watches_nothing(monkeypatch, named):
     if named:
-        monkeypatch.setenv(lifetime.TRAINER_PID_ENV, "not-a-pid")
+        monkeypatch.setenv(process_lifetime.TRAINER_PID_ENV, "not-a-pid")
     else:
-        monkeypatch.delenv(lifetime.TRAINER_PID_ENV, raising=False)
-    assert lifetime.trainer_from_environment() is None
+        monkeypatch.delenv(process_lifetime.TRAINER_PID_ENV, raising=False)
+    assert process_lifetime.trainer_from_environment() is None

@@ -4,12 +4,17 @@ import logging
 
 import pytest
 import torch
-
 from helpers import filled_trainer, make_trainer
-from tests.compiled_helpers import compare_compiled_with_eager, exact_compile, fields_named, nonzero
+
+from mlagents_plugins.common import compiled_step
+from mlagents_plugins.common.compiled_step import CompiledStep
 from tests.builders import behavior_spec
-from mlagents_plugins import compiled_step
-from mlagents_plugins.compiled_step import CompiledStep
+from tests.compiled_helpers import (
+    compare_compiled_with_eager,
+    exact_compile,
+    fields_named,
+    nonzero,
+)
 
 
 def _filled_trainer(tmp_path, **spec_kw):

@@ -10,7 +10,7 @@ import torch
 from mlagents.trainers.settings import NetworkSettings
 from mlagents_envs.base_env import ActionSpec
 
-from mlagents_plugins.critic_norm import NormedSequential
+from mlagents_plugins.common.critic_norm import NormedSequential
 from mlagents_plugins.fast_sac.networks import TwinQ
 from tests.builders import behavior_spec
 from tests.fast_sac.helpers import make_trainer

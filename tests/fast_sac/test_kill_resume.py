@@ -7,10 +7,11 @@ import subprocess
 import time
 
 import pytest
-from mlagents_plugins import lifetime
+from test_e2e import REPO, _learn_command
+
 from mlagents_plugins.testing.ports import free_base_port
 from mlagents_plugins.testing.sockets import is_loopback, wait_until_listening
-from test_e2e import REPO, _learn_command
+from mlagents_plugins.util import process_lifetime
 
 pytestmark = pytest.mark.e2e
 
@@ -21,8 +22,8 @@ def _descendants(pid):
     """Every living descendant of ``pid`` as ``(pid, start_time)``."""
     found, todo = [], [pid]
     while todo:
-        for child in lifetime.child_pids(todo.pop()):
-            found.append((child, lifetime.start_time(child)))
+        for child in process_lifetime.child_pids(todo.pop()):
+            found.append((child, process_lifetime.start_time(child)))
             todo.append(child)
     return found
 
@@ -68,9 +69,9 @@ def test_kill_9_then_resume_at_once(tmp_path, builds, num_envs):  # noqa: F811
     resumed = subprocess.Popen(_learn_command(tmp_path, builds, 2500, *extra, "--resume")[0], cwd=REPO, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        while time.monotonic() - killed_at < 5 and any(lifetime.process_alive(*p) for p in run_processes):
+        while time.monotonic() - killed_at < 5 and any(process_lifetime.process_alive(*p) for p in run_processes):
             time.sleep(0.1)
-        left = [p for p, started in run_processes if lifetime.process_alive(p, started)]
+        left = [p for p, started in run_processes if process_lifetime.process_alive(p, started)]
         assert not left, f"processes of the killed run still running: {left}"
         text, _ = resumed.communicate(timeout=240)
     finally:

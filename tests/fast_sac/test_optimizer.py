@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 import torch
-
 from helpers import filled_trainer
 
 
@@ -122,7 +121,7 @@ def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
 
 def test_fast_cpu_matmul_gives_the_same_losses_and_gradients(tmp_path):
     """``fast_cpu_matmul`` only picks a kernel: losses and gradients match the default kernel to fp32."""
-    from mlagents_plugins.fast_kernels import fast_fp32_matmul
+    from mlagents_plugins.common.fast_kernels import fast_fp32_matmul
 
     trainer = _filled_trainer(tmp_path, cont=2, branches=(3, 2))
     opt = trainer.optimizer

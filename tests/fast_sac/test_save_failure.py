@@ -6,10 +6,10 @@ import os
 import numpy as np
 import pytest
 from helpers import make_trainer
-from tests.builders import behavior_spec, trajectory
 from mlagents.trainers.model_saver.torch_model_saver import TorchModelSaver
 
-from mlagents_plugins import atomic_checkpoint
+from mlagents_plugins.host import atomic_checkpoint
+from tests.builders import behavior_spec, trajectory
 
 
 def _files(folder):

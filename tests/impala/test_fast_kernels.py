@@ -10,7 +10,7 @@ from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.torch_entities.layers import Swish
 from mlagents.trainers.torch_entities.networks import SimpleActor
 
-from mlagents_plugins.fast_kernels import FusedSwish, fused_adam_kwargs
+from mlagents_plugins.common.fast_kernels import FusedSwish, fused_adam_kwargs
 from mlagents_plugins.impala import optimizer as O
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
 from mlagents_plugins.impala.policy import ImpalaPolicy
@@ -62,7 +62,7 @@ def test_updates_with_fast_kernels_match_the_reference_kernels(optimizer):
             opt.optimizer = cls(opt._params, **{k: v for k, v in opt.optimizer.defaults.items()
                                                 if k in ("lr", "eps", "alpha")}, foreach=False)
         else:
-            from mlagents_plugins.fast_kernels import fuse_swish_
+            from mlagents_plugins.common.fast_kernels import fuse_swish_
 
             fuse_swish_(policy.actor)  # as ImpalaTrainer.create_policy does
         stats = [opt.update(batch) for _ in range(3)]

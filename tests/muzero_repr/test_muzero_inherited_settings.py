@@ -11,13 +11,13 @@ import pytest
 import torch
 from mlagents.trainers.exception import TrainerConfigError
 
-from mlagents_plugins.fast_kernels import onednn_fp32_matmul_available
+from mlagents_plugins.common.fast_kernels import onednn_fp32_matmul_available
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
-from mlagents_plugins.fast_sac.settings import FastSACSettings
+from tests.builders import behavior_spec
 
 from .muzero_helpers import fill, make_trainer
-from tests.builders import behavior_spec
 
 # Fields whose effect lies in the off-policy base (intake, cadence, replay persistence), shared by every
 # trainer built on it and tested there (tests/offpolicy, tests/replay).
@@ -137,7 +137,7 @@ def test_learning_rate_schedule_anneals_both_learning_rates(tmp_path):
 
 def test_compile_update_chooses_eager_or_compiled_updates(tmp_path, monkeypatch):
     """null (default): both updates compiled for vector observations, eager with a camera; false: eager."""
-    from mlagents_plugins import compiled_step
+    from mlagents_plugins.common import compiled_step
 
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
     vector, camera = behavior_spec(((4,),), 2, ()), behavior_spec(((3, 20, 20), (4,)), 2, ())

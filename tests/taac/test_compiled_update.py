@@ -4,10 +4,15 @@ import pytest
 from mlagents.torch_utils import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec
 
-from mlagents_plugins import compiled_step
-from tests.builders import behavior_spec
-from tests.compiled_helpers import compare_compiled_with_eager, exact_compile, fields_named, nonzero
+from mlagents_plugins.common import compiled_step
 from mlagents_plugins.taac.optimizer import TaacLosses
+from tests.builders import behavior_spec
+from tests.compiled_helpers import (
+    compare_compiled_with_eager,
+    exact_compile,
+    fields_named,
+    nonzero,
+)
 from tests.taac.test_trainer import make_trainer, obs_spec, synthetic_batch
 
 

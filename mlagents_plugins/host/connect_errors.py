@@ -11,7 +11,7 @@ ML-Agents' handling - closing the port, restarting workers - is unchanged), keep
 import os
 import sys
 
-from mlagents_plugins import patches
+from mlagents_plugins.host import patches
 
 #: ML-Agents' own ``UnityEnvironment._send_academy_parameters`` once replaced (kept so a test can check the guards)
 ORIGINAL = None

@@ -14,7 +14,10 @@ import sys
 from mlagents.torch_utils import torch
 from mlagents.trainers.settings import SerializationSettings
 from mlagents.trainers.torch_entities import model_serialization
-from mlagents.trainers.torch_entities.model_serialization import ModelSerializer, exporting_to_onnx
+from mlagents.trainers.torch_entities.model_serialization import (
+    ModelSerializer,
+    exporting_to_onnx,
+)
 from mlagents_envs.logging_util import get_logger
 
 logger = get_logger(__name__)
@@ -55,11 +58,11 @@ def export_policy_model(self: ModelSerializer, output_filepath: str) -> None:
     logger.info(f"Exported {onnx_output_path}")
 
 
-def install_onnx_export_fix() -> bool:
+def install_onnx_export() -> bool:
     """Installer of patch ``onnx_export`` (``patches.PATCHES``): idempotently route mlagents' ONNX export
     through the TorchScript exporter; returns whether it is.  Called by the mlagents-learn hook
-    (``plugin_hooks``), never on import of the package."""
-    from mlagents_plugins import patches
+    (``host.hook``), never on import of the package."""
+    from mlagents_plugins.host import patches
 
     return patches.replace_attribute(
         "onnx_export", model_serialization.ModelSerializer, "export_policy_model", export_policy_model,

@@ -17,7 +17,6 @@ and by the tests.
 from typing import Any, Dict, Optional
 
 import attr
-
 from mlagents.trainers.exception import TrainerConfigError
 
 _ALIAS_OF = "mlagents_plugins.alias_of"

@@ -8,10 +8,9 @@ a checkpoint written without that entry was trained without it, so loading one s
 """
 from typing import Any, Iterable, List
 
-from mlagents_envs import logging_util
-
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.torch_entities.layers import LinearEncoder
+from mlagents_envs import logging_util
 
 logger = logging_util.get_logger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 logger = logging.getLogger(__name__)
 
-#: set in ``mlagents-learn``'s environment at start-up (``plugin_hooks``): the pid of the trainer process, so a
+#: set in ``mlagents-learn``'s environment at start-up (``host.hook``): the pid of the trainer process, so a
 #: stand-in build launched by any of its workers can tell when the trainer itself is gone
 TRAINER_PID_ENV = "MLAGENTS_PLUGINS_TRAINER_PID"
 #: seconds between two checks of a watched process

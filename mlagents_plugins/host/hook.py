@@ -7,11 +7,12 @@ usual TensorBoard/console summaries stay exactly as ML-Agents writes them.
 """
 from typing import List
 
-from mlagents_plugins import lifetime, patches
+from mlagents_plugins.host import patches
+from mlagents_plugins.util import process_lifetime
 
 
 def stats_writers(run_options) -> List:
     # The workers and the builds they launch inherit this: our stand-in builds watch the trainer through it.
-    lifetime.mark_trainer_process()
+    process_lifetime.mark_trainer_process()
     patches.install_all()
     return []

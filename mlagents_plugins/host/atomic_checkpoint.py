@@ -15,8 +15,8 @@ import sys
 
 from mlagents.trainers.exception import UnityTrainerException
 
-from mlagents_plugins.fsync import fsync_dir
-from mlagents_plugins import patches
+from mlagents_plugins.host import patches
+from mlagents_plugins.util.fsync import fsync_dir
 
 #: ML-Agents' own ``TorchModelSaver.save_checkpoint`` once replaced (kept so a test can check the guards)
 ORIGINAL = None

@@ -18,9 +18,9 @@ import contextlib
 import time
 from typing import Dict, Iterator, Optional
 
-from mlagents_envs.logging_util import get_logger
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.torch_entities.layers import Swish
+from mlagents_envs.logging_util import get_logger
 
 logger = get_logger(__name__)  # ML-Agents' logger: shown in mlagents-learn's output at --log-level
 
@@ -37,7 +37,7 @@ def fuse_swish_(module: nn.Module) -> int:
 
     Kernel switch ``fused_swish`` (``patches.KERNEL_SWITCHES``): nothing is replaced when it is switched off
     (``MLAGENTS_PLUGINS_NO_FUSED_SWISH=1``) or under an mlagents version it was not checked against."""
-    from mlagents_plugins import patches
+    from mlagents_plugins.host import patches
 
     return _fuse_swish(module) if patches.allowed("fused_swish") else 0
 
@@ -163,7 +163,7 @@ class MatmulKernelChooser:
     """
 
     def __init__(self, device: torch.device, enabled: bool = True, trials: int = 8, warmup: int = 3):
-        from mlagents_plugins import patches
+        from mlagents_plugins.host import patches
 
         # Kernel switch ``onednn_matmul`` (``patches.KERNEL_SWITCHES``): off with MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1.
         self.active = (

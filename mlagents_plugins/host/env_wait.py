@@ -17,7 +17,7 @@ import sys
 from queue import Empty
 from typing import List, Set
 
-from mlagents_plugins import patches
+from mlagents_plugins.host import patches
 
 #: seconds one blocking ``get`` waits before the loop re-checks (the original loop never sleeps at all)
 WAIT_TIMEOUT_S = 0.05
@@ -55,7 +55,7 @@ def blocking_step(self) -> List:
     return self._postprocess_steps(worker_steps)
 
 
-def install_env_wait_fix() -> bool:
+def install_env_wait() -> bool:
     """Patch ``SubprocessEnvManager._step`` (once); returns whether the patch is active."""
     try:
         from mlagents.trainers.subprocess_env_manager import SubprocessEnvManager

@@ -27,7 +27,8 @@ import signal
 import sys
 from typing import Any
 
-from mlagents_plugins import lifetime, patches
+from mlagents_plugins.host import patches
+from mlagents_plugins.util import process_lifetime
 
 #: ML-Agents' own ``subprocess_env_manager.worker`` once replaced (kept so a test can check the guards)
 ORIGINAL = None
@@ -42,14 +43,14 @@ logger = logging.getLogger(__name__)
 def _stop_worker(reason: str) -> None:
     """Take this worker's children (its build) down and exit without running any exit handler: the trainer
     that would read our queues is gone, and a queue's feeder thread could block the exit forever."""
-    children = lifetime.child_pids()
+    children = process_lifetime.child_pids()
     try:
         sys.stderr.write(f"mlagents-plugins: environment worker (pid {os.getpid()}) stopping: {reason}; "
                          f"ending its build process(es) {children}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    lifetime.terminate_processes(children, grace_s=BUILD_GRACE_S)
+    process_lifetime.terminate_processes(children, grace_s=BUILD_GRACE_S)
     os._exit(EXIT_PARENT_GONE)
 
 
@@ -58,18 +59,18 @@ def bind_to_parent(parent: int, use_death_signal: bool = True) -> str:
     ``"pdeathsig"`` or ``"watchdog"``."""
 
     def on_sigterm(signum: int, frame: Any) -> None:
-        gone = not lifetime.process_alive(parent) or os.getppid() != parent
+        gone = not process_lifetime.process_alive(parent) or os.getppid() != parent
         _stop_worker(f"the trainer (pid {parent}) is gone" if gone else "terminated (SIGTERM)")
 
     signal.signal(signal.SIGTERM, on_sigterm)
-    if use_death_signal and lifetime.set_parent_death_signal(signal.SIGTERM):
+    if use_death_signal and process_lifetime.set_parent_death_signal(signal.SIGTERM):
         if os.getppid() != parent:  # the parent died before the kernel knew to tell us
             _stop_worker(f"the trainer (pid {parent}) is gone")
         return "pdeathsig"
     # Watch the pid itself too: Windows does not reparent orphans, so there only the pid tells.
-    lifetime.watch_processes([(parent, lifetime.start_time(parent))],
+    process_lifetime.watch_processes([(parent, process_lifetime.start_time(parent))],
                              lambda pid: _stop_worker(f"the trainer (pid {pid}) is gone"), parent=parent)
-    if not lifetime.process_alive(parent):
+    if not process_lifetime.process_alive(parent):
         _stop_worker(f"the trainer (pid {parent}) is gone")
     return "watchdog"
 
@@ -91,7 +92,7 @@ def guarded_worker(*args: Any, **kwargs: Any) -> None:
     """``subprocess_env_manager.worker`` of ML-Agents 1.1.0, bound to the life of the trainer process."""
     if ORIGINAL is None:
         # Imported afresh (spawn/forkserver): the trainer's patches are not in this process yet.
-        from mlagents_plugins import connect_errors, loopback_bind
+        from mlagents_plugins.host import connect_errors, loopback_bind
 
         loopback_bind.install_loopback_bind()
         connect_errors.install_connect_errors()

@@ -17,7 +17,7 @@ import sys
 
 from mlagents_envs.logging_util import get_logger
 
-from mlagents_plugins import patches
+from mlagents_plugins.host import patches
 
 #: ML-Agents' own ``RpcCommunicator.create_server`` once replaced (kept so a test can check the guards)
 ORIGINAL = None

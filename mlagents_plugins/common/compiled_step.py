@@ -40,8 +40,8 @@ import time
 import types
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from mlagents_envs.logging_util import get_logger
 from mlagents.torch_utils import torch
+from mlagents_envs.logging_util import get_logger
 
 logger = get_logger(__name__)  # ML-Agents' logger: shown in mlagents-learn's output at --log-level
 

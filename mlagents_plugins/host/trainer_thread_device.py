@@ -16,7 +16,7 @@ import sys
 
 from mlagents.torch_utils import default_device, torch
 
-from mlagents_plugins import patches
+from mlagents_plugins.host import patches
 
 #: ML-Agents' own ``TrainerController.trainer_update_func`` once replaced
 ORIGINAL = None

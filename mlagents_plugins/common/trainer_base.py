@@ -21,8 +21,8 @@ from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.trainer.rl_trainer import RLTrainer
 from mlagents_envs.logging_util import get_logger
 
-from mlagents_plugins.torch_device import bind_thread_to_default_device
-from mlagents_plugins.trainer_checks import reject_recurrent_policy
+from mlagents_plugins.common.trainer_checks import reject_recurrent_policy
+from mlagents_plugins.host.trainer_thread_device import bind_thread_to_default_device
 
 logger = get_logger(__name__)
 

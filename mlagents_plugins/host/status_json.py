@@ -9,7 +9,11 @@ numpy scalars turned into the Python numbers they hold; anything json could writ
 """
 import json
 
-from mlagents.trainers.training_status import GlobalTrainingStatus, StatusMetaData, StatusType
+from mlagents.trainers.training_status import (
+    GlobalTrainingStatus,
+    StatusMetaData,
+    StatusType,
+)
 
 ORIGINAL = GlobalTrainingStatus.__dict__["save_state"]
 
@@ -29,9 +33,9 @@ def save_state(path: str) -> None:
         json.dump(GlobalTrainingStatus.saved_state, f, indent=4, default=_numpy_scalar)
 
 
-def install_status_json_fix() -> bool:
+def install_status_json() -> bool:
     """Idempotently replace ``GlobalTrainingStatus.save_state``; returns whether the replacement is active."""
-    from mlagents_plugins import patches
+    from mlagents_plugins.host import patches
 
     current = GlobalTrainingStatus.__dict__["save_state"]
     if not patches.allowed("status_json"):

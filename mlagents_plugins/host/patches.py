@@ -1,7 +1,7 @@
 """Every change this package makes to ML-Agents' own behaviour, in one list.
 
 Installing the package changes a few things in ``mlagents-learn`` for every run, built-in trainers included
-(the ``mlagents.stats_writer`` entry point in ``plugin_hooks`` installs them at start-up).  Each change is a
+(the ``mlagents.stats_writer`` entry point in ``host.hook`` installs them at start-up).  Each change is a
 ``HostPatch`` below: what it replaces, why, the mlagents versions it was written against (any other version
 is left alone, with a debug line), and the environment variable that switches it off (set it to ``1``).
 docs/patches.md is the user-facing table of the same list.
@@ -43,7 +43,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.torch_entities.model_serialization.ModelSerializer.export_policy_model",
         why="torch >= 2.9 defaults to the dynamo exporter, which fails without onnxscript and writes graphs "
         "Unity cannot load; the replacement asks for the TorchScript exporter with mlagents' own contract",
-        installer="mlagents_plugins.onnx_export:install_onnx_export_fix",
+        installer="mlagents_plugins.host.onnx_export:install_onnx_export",
         opt_out="MLAGENTS_PLUGINS_NO_ONNX_FIX",
     ),
     HostPatch(
@@ -51,7 +51,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.subprocess_env_manager.SubprocessEnvManager._step",
         why="the original busy-polls the step queue, taking a core from the environment; the replacement "
         "blocks on the queue with the same bookkeeping",
-        installer="mlagents_plugins.env_wait_fix:install_env_wait_fix",
+        installer="mlagents_plugins.host.env_wait:install_env_wait",
         opt_out="MLAGENTS_PLUGINS_SPIN_WAIT",
     ),
     HostPatch(
@@ -59,7 +59,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.subprocess_env_manager.worker",
         why="environment workers outlive a killed trainer, keeping their port and build, so --resume fails with "
         "UnityWorkerInUseException; the replacement ends the worker and its build when the trainer dies",
-        installer="mlagents_plugins.worker_lifetime:install_worker_lifetime",
+        installer="mlagents_plugins.host.worker_lifetime:install_worker_lifetime",
         opt_out="MLAGENTS_PLUGINS_ORPHAN_WORKERS",
     ),
     HostPatch(
@@ -67,7 +67,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents_envs.rpc_communicator.RpcCommunicator.create_server",
         why="the trainer's unauthenticated gRPC server listens on every interface ([::]); the replacement binds "
         "localhost, where builds and the Editor connect",
-        installer="mlagents_plugins.loopback_bind:install_loopback_bind",
+        installer="mlagents_plugins.host.loopback_bind:install_loopback_bind",
         opt_out="MLAGENTS_PLUGINS_BIND_ALL",
     ),
     HostPatch(
@@ -75,7 +75,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.model_saver.torch_model_saver.TorchModelSaver.save_checkpoint",
         why="checkpoint.pt is written in place, so a kill or a full disk mid-save leaves a truncated file and "
         "--resume fails; the replacement writes a temporary file and renames it over the old one",
-        installer="mlagents_plugins.atomic_checkpoint:install_atomic_checkpoint",
+        installer="mlagents_plugins.host.atomic_checkpoint:install_atomic_checkpoint",
         opt_out="MLAGENTS_PLUGINS_INPLACE_CHECKPOINTS",
     ),
     HostPatch(
@@ -83,7 +83,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents_envs.environment.UnityEnvironment._send_academy_parameters",
         why="an Editor that never presses Play gets a generic time-out about Behavior Type and graphics, a build "
         "that exits at start a bare return code; the replacement says which, on which port, and the build's log",
-        installer="mlagents_plugins.connect_errors:install_connect_errors",
+        installer="mlagents_plugins.host.connect_errors:install_connect_errors",
         opt_out="MLAGENTS_PLUGINS_PLAIN_CONNECT_ERRORS",
     ),
     HostPatch(
@@ -91,7 +91,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.training_status.GlobalTrainingStatus.save_state",
         why="under numpy 2 the training status holds np.float32 checkpoint rewards, which json.dump refuses, so "
         "every run fails at its final checkpoint; the replacement writes numpy scalars as numbers",
-        installer="mlagents_plugins.status_json_fix:install_status_json_fix",
+        installer="mlagents_plugins.host.status_json:install_status_json",
         opt_out="MLAGENTS_PLUGINS_STATUS_JSON_ORIGINAL",
     ),
     HostPatch(
@@ -99,7 +99,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.trainer_controller.TrainerController.start_learning",
         why="an exception in a threaded: true trainer ends only its thread and the run hangs on the full trajectory "
         "queue, holding ports, builds and GPU; the replacement stops the run as on Ctrl+C and exits with the error",
-        installer="mlagents_plugins.trainer_thread_crash:install_trainer_thread_crash",
+        installer="mlagents_plugins.host.trainer_thread_crash:install_trainer_thread_crash",
         opt_out="MLAGENTS_PLUGINS_THREAD_CRASH_HANGS",
     ),
     HostPatch(
@@ -107,7 +107,7 @@ PATCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.trainer_controller.TrainerController.trainer_update_func",
         why="torch's default device is thread-local, so a threaded: true trainer thread makes its untyped tensors "
         "on the CPU beside --torch-device cuda parameters; the replacement binds the thread to that device first",
-        installer="mlagents_plugins.torch_device:install_trainer_thread_device",
+        installer="mlagents_plugins.host.trainer_thread_device:install_trainer_thread_device",
         opt_out="MLAGENTS_PLUGINS_THREAD_DEVICE_ORIGINAL",
     ),
     HostPatch(
@@ -148,7 +148,7 @@ KERNEL_SWITCHES: Tuple[HostPatch, ...] = (
         target="mlagents.trainers.torch_entities.layers.Swish modules inside our trainers' networks",
         why="replaced by FusedSwish (F.silu: the same x * sigmoid(x) in one kernel each way); no parameters, so "
         "checkpoints and the exported ONNX nodes are unchanged",
-        installer="mlagents_plugins.fast_kernels:fuse_swish_",
+        installer="mlagents_plugins.common.fast_kernels:fuse_swish_",
         opt_out="MLAGENTS_PLUGINS_NO_FUSED_SWISH",
         kind="kernel",
     ),
@@ -157,7 +157,7 @@ KERNEL_SWITCHES: Tuple[HostPatch, ...] = (
         target="torch.set_float32_matmul_precision, process-wide, for the duration of our CPU updates",
         why="'medium' routes fp32 CPU matmuls to oneDNN, up to 2x faster on AVX-512 AMD processors; used only where "
         "a probe finds it exact to fp32 and timing finds it faster (per behavior: fast_cpu_matmul: false)",
-        installer="mlagents_plugins.fast_kernels:MatmulKernelChooser",
+        installer="mlagents_plugins.common.fast_kernels:MatmulKernelChooser",
         opt_out="MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL",
         kind="kernel",
     ),

@@ -33,7 +33,7 @@ from typing import List, Tuple
 
 from mlagents.trainers.exception import UnityTrainerException
 
-from mlagents_plugins import patches
+from mlagents_plugins.host import patches
 
 logger = logging.getLogger(__name__)
 
