@@ -1,0 +1,92 @@
+"""Checkpoints written by release 0.1.0 (tests/data/release-0.1.0) load into the current trainers.
+
+ML-Agents' model saver loads a checkpoint module by module with ``strict=False`` and only warns about what it does not
+find, so a renamed module or parameter would silently start from fresh weights; these tests compare every module
+of the resumed trainer with the file, then continue the run with ``--resume`` semantics.
+"""
+import json
+import math
+import os
+import shutil
+
+import pytest
+import torch
+from mlagents import plugins as mla_plugins
+from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+from mlagents.trainers.settings import TrainerSettings
+
+from mlagents_plugins.envs.inprocess import SceneEnv
+from tests import release_fixtures as fixtures
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "release-0.1.0")
+RESUMED_STEPS = 200
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+
+def _fixture(name: str):
+    with open(os.path.join(DATA, name, fixtures.FIXTURE_JSON)) as f:
+        return json.load(f)
+
+
+def _resumed_trainer(name: str, fixture, artifact_path: str):
+    """The trainer ``mlagents-learn --resume`` builds for the fixture's behavior, its policy added (which loads
+    ``artifact_path/checkpoint.pt`` through ML-Agents' model saver)."""
+    behavior = fixture["behavior_name"]
+    env = SceneEnv(fixture["scene"], seed=fixture["seed"])
+    try:
+        env.reset()
+        spec = env.behavior_specs[f"{behavior}?team=0"]
+    finally:
+        env.close()
+    settings = TrainerSettings.structure(dict(fixture["settings"], max_steps=10**6), TrainerSettings)
+    trainer = mla_plugins.all_trainer_types[name](behavior, 10, settings, True, True, fixture["seed"], artifact_path)
+    behavior_id = BehaviorIdentifiers.from_name_behavior_id(f"{behavior}?team=0")
+    trainer.add_policy(behavior_id, trainer.create_policy(behavior_id, spec))
+    return trainer
+
+
+def _assert_same(loaded, saved, path: str) -> None:
+    if isinstance(saved, dict):
+        assert set(loaded) == set(saved), f"{path}: keys {sorted(set(loaded) ^ set(saved), key=str)} differ"
+        for key in saved:
+            _assert_same(loaded[key], saved[key], f"{path}/{key}")
+    elif isinstance(saved, (list, tuple)):
+        assert len(loaded) == len(saved), path
+        for i, (a, b) in enumerate(zip(loaded, saved)):
+            _assert_same(a, b, f"{path}[{i}]")
+    elif isinstance(saved, torch.Tensor):
+        assert torch.equal(loaded.cpu(), saved), path
+    else:
+        assert loaded == saved, path
+
+
+@pytest.mark.parametrize("name", sorted(fixtures.FIXTURES))
+def test_release_checkpoint_loads_every_module_exactly(tmp_path, name):
+    fixture = _fixture(name)
+    source = os.path.join(DATA, name, fixtures.CHECKPOINT)
+    saved = torch.load(source)
+    artifact = str(tmp_path / fixture["behavior_name"])
+    os.makedirs(artifact)
+    shutil.copyfile(source, os.path.join(artifact, fixtures.CHECKPOINT))
+    trainer = _resumed_trainer(name, fixture, artifact)
+    modules = trainer.model_saver.modules
+    assert set(modules) == set(saved), f"checkpoint modules {sorted(saved)}, trainer's {sorted(modules)}"
+    for key, module in modules.items():
+        _assert_same(module.state_dict(), saved[key], key)
+    assert trainer.get_step == fixture["step"]
+
+
+@pytest.mark.parametrize("name", sorted(fixtures.FIXTURES))
+def test_release_checkpoint_resumes_training(tmp_path, name):
+    fixture = _fixture(name)
+    artifact = fixtures.checkpoint_dir(str(tmp_path), fixture["behavior_name"])
+    os.makedirs(artifact)
+    shutil.copyfile(os.path.join(DATA, name, fixtures.CHECKPOINT), os.path.join(artifact, fixtures.CHECKPOINT))
+    result = fixtures.train(name, str(tmp_path), max_steps=fixture["step"] + RESUMED_STEPS, resume=True)
+    assert result.steps >= fixture["step"] + RESUMED_STEPS
+    losses = {key: curve for key, curve in result.stats.items() if key.startswith("Losses/")}
+    assert losses, sorted(result.stats)
+    for key, curve in losses.items():
+        assert curve and all(step > fixture["step"] for step, _ in curve), (key, curve)
+        assert all(math.isfinite(value) for _, value in curve), (key, curve)
