@@ -122,7 +122,7 @@ def build_fast_sac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: 
         builtin, step = "sac", builtin_sac_step(sac, hp.batch_size)
     return Bench("fast_sac", trainer.update_once, minimal,
                  f"batch {hp.batch_size}, n_step {hp.n_step}, {net.num_layers}x{net.hidden_units}",
-                 speed.optimized_parameters(trainer.optimizer), builtin, step)
+                 speed.optimized_parameters(trainer.optimizer.head), builtin, step)
 
 
 def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
@@ -153,12 +153,12 @@ def build_muzero_repr(tmp: str, rows: int, rng: np.random.Generator, with_builti
 
     trainer, spec = speed.make_trainer("muzero_repr", tmp, sizes=sizes)
     speed.fill(trainer, spec, rows, rng)
-    hp = trainer.muzero_settings
+    hp = trainer.hyperparameters
     minimal = MinimalMuZeroRepr(trainer.trainer_settings, *_obs_act(spec), rows=rows)
     return Bench("muzero_repr", trainer.update_once, minimal,
                  f"batch {hp.batch_size}, K {hp.num_unroll_steps}, td {hp.td_steps}, latent {hp.latent_size}, "
                  f"model {hp.model_num_layers}x{hp.model_hidden_units}, head {hp.head_num_layers}x{hp.head_hidden_units}",
-                 speed.optimized_parameters(trainer.optimizer))
+                 speed.optimized_parameters(trainer.optimizer, trainer.optimizer.head))
 
 
 def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,

@@ -74,18 +74,18 @@ def test_clipped_matches_clip_grad_norm_and_leaves_small_gradients():
 def _snapshot(trainer):
     opt = trainer.optimizer
     return copy.deepcopy({
-        "actor": opt.policy.actor.state_dict(), "q": opt.q.state_dict(), "q_target": opt.q_target.state_dict(),
-        "temperatures": opt.temperatures.state_dict(), "adam": opt.adam.state_dict(),
+        "actor": opt.policy.actor.state_dict(), "q": opt.head.q_net.state_dict(), "q_target": opt.head.q_target.state_dict(),
+        "temperatures": opt.head.temperatures.state_dict(), "adam": opt.head.adam.state_dict(),
     })
 
 
 def _restore(trainer, snap):
     opt = trainer.optimizer
     opt.policy.actor.load_state_dict(snap["actor"])
-    opt.q.load_state_dict(snap["q"])
-    opt.q_target.load_state_dict(snap["q_target"])
-    opt.temperatures.load_state_dict(snap["temperatures"])
-    opt.adam.load_state_dict(copy.deepcopy(snap["adam"]))
+    opt.head.q_net.load_state_dict(snap["q"])
+    opt.head.q_target.load_state_dict(snap["q_target"])
+    opt.head.temperatures.load_state_dict(snap["temperatures"])
+    opt.head.adam.load_state_dict(copy.deepcopy(snap["adam"]))
 
 
 @pytest.mark.parametrize("spec_kw", [dict(cont=2, branches=()), dict(cont=2, branches=(3, 2))], ids=["continuous", "hybrid"])
@@ -100,8 +100,8 @@ def test_fast_sac_whole_steps_match_the_two_graph_path(tmp_path, monkeypatch, sp
     with exact_compile(monkeypatch):
         trainer = filled_trainer(tmp_path, rng_seed=4, **spec_kw)
         opt = trainer.optimizer
-        step = opt.loss_step
-        assert opt.matmul_kernels.decided
+        step = opt.head.loss_step
+        assert opt.head.matmul_kernels.decided
         assert step.whole_mode == "pending"
         batches = [trainer.sample_batch() for _ in range(4)]
         torch.manual_seed(0)
@@ -249,7 +249,7 @@ def test_discrete_log_probs_equal_ml_agents_distribution_with_masks():
         MultiCategoricalDistribution,
     )
 
-    from mlagents_plugins.fast_sac.networks import discrete_log_probs
+    from mlagents_plugins.sac.networks import discrete_log_probs
 
     torch.manual_seed(3)
     dist = MultiCategoricalDistribution(6, [3, 4, 2])

@@ -1,75 +1,12 @@
-"""``fast_sac`` hyperparameters (the ``hyperparameters:`` block of a ``trainer_type: fast_sac`` behavior)."""
-from typing import Any, ClassVar
+"""``fast_sac`` hyperparameters (the ``hyperparameters:`` block of a ``trainer_type: fast_sac`` behavior): the SAC
+head's (``mlagents_plugins/sac/settings.py``), nothing added."""
+from typing import ClassVar
 
 import attr
-from mlagents.trainers.settings import ScheduleType
 
-from mlagents_plugins.common.validators import (
-    entropy_scale,
-    optional_bool,
-    positive_float,
-    positive_int,
-    strict_bool,
-    unit_interval,
-)
-from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
+from mlagents_plugins.sac.settings import SACHeadSettings
 
 
 @attr.s(auto_attribs=True)
-class FastSACSettings(OffPolicyBaseSettings):
+class FastSACSettings(SACHeadSettings):
     TRAINER_TYPE: ClassVar[str] = "fast_sac"
-    # Adam step size of actor, critics and temperatures (``learning_rate_schedule``: constant or linear to 0
-    # at max_steps).
-    learning_rate: float = attr.ib(default=3.0e-4, validator=positive_float)
-    learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
-    # Polyak rate of the target critics: target <- (1 - tau) * target + tau * online, once per update.
-    tau: float = attr.ib(default=0.005, validator=unit_interval)
-    # Initial entropy temperature alpha, for continuous actions and every discrete branch.
-    init_entcoef: float = attr.ib(default=1.0, validator=positive_float)
-    # Target entropy = -scale * continuous action dims (SAC paper: scale 1).
-    continuous_target_entropy_scale: float = attr.ib(default=1.0, validator=entropy_scale)
-    # Target entropy of a discrete branch = scale * log(branch size) (0.2 ~ epsilon-greedy 0.05).
-    discrete_target_entropy_scale: float = attr.ib(default=0.2, validator=unit_interval)
-    # Actor objective on min(Q1, Q2) (SAC-2 paper) instead of Q1 alone (TD3, ML-Agents' sac).  Q1 alone saves one
-    # critic pass per update (~15% of the step); the targets use the twin minimum either way.  null = automatic:
-    # min with discrete branches (measured on "branches": 0.82 vs 0.52 at 40k steps), Q1 for continuous-only.
-    actor_min_q: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
-    # Whether the critics' TD targets carry the entropy bonus (soft Q, SAC-2 eq. 3).  false: they bootstrap
-    # E_pi[min Q] and value the rewards alone, while the actor and the temperatures still use the entropy
-    # (SACLite, Yu et al. 2022).  null = automatic: true for continuous-only actions, false with discrete
-    # branches, where a bonus of alpha * log(branch size) per step, bootstrapped through time-outs, outweighs
-    # rewards of order 1 (docs/fast_sac.md "Entropy in the targets").
-    entropy_reward: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
-    # Steps in the TD target: rewards of n consecutive steps then a bootstrap (1 = standard SAC).  2 by default:
-    # with one-step targets a critic's error on a near-tie (a step of delay costs (1 - gamma) x the value) can
-    # sustain itself through its own bootstrap, and the policy then loses what it had learned (issue #14; chosen
-    # on the tuning scenes, docs/fast_sac.md "n-step targets").
-    n_step: int = attr.ib(default=2, validator=positive_int)
-    # Layer normalization (Ba et al. 2016), without learned scale or shift, after each hidden layer of both
-    # critics (before the activation), as in DroQ (Hiraoka et al. 2022) and RLPD (Ball et al. 2023); the SAC
-    # papers have none.  null = automatic: on for continuous-only actions, where without it the policy lost much
-    # of what it had learned under a constant learning rate ("balance", "balance_distractors"), off with discrete
-    # branches (on "hybrid" it fell with it).  docs/fast_sac.md "Critic layer normalization".
-    critic_layer_norm: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
-    # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
-    prioritized_replay: Any = attr.ib(default=False, validator=strict_bool)  # bool
-    # Priority exponent alpha (0 = uniform).
-    per_alpha: float = attr.ib(default=0.6, validator=unit_interval)
-    # Importance-sampling exponent beta at the start; annealed linearly to 1 at max_steps.
-    per_beta: float = attr.ib(default=0.4, validator=unit_interval)
-    # Added to |TD error| so no row gets priority 0.
-    per_epsilon: float = attr.ib(default=1.0e-6, validator=positive_float)
-
-    def actor_uses_min_q(self, num_branches: int) -> bool:
-        """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""
-        return bool(self.actor_min_q) if self.actor_min_q is not None else num_branches > 0
-
-    def critics_layer_normed(self, num_branches: int) -> bool:
-        """Whether the critics normalize their hidden layers: ``critic_layer_norm``, or when null, without discrete
-        branches."""
-        return bool(self.critic_layer_norm) if self.critic_layer_norm is not None else num_branches == 0
-
-    def entropy_in_targets(self, num_branches: int) -> bool:
-        """Whether the TD targets carry the entropy bonus: ``entropy_reward``, or when null, without discrete branches."""
-        return bool(self.entropy_reward) if self.entropy_reward is not None else num_branches == 0
-

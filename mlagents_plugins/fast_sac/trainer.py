@@ -1,9 +1,10 @@
 """``FastSACTrainer`` (``trainer_type: fast_sac``): sampling and batch assembly on top of the off-policy base.
 
 Intake, cadence and replay persistence live in ``OffPolicyTrainerBase``; the algorithm lives in
-``FastSACOptimizer`` and ``losses``.  This file turns sampled replay rows into a ``SACBatch``: n-step windows
-(``sequence_indices`` gives the next ``n - 1`` rows and whether they belong to the same segment), rewards per
-stream (extrinsic from the stored reward; intrinsic providers evaluated on the sampled rows), PER weights.
+``FastSACOptimizer`` and the SAC head (``mlagents_plugins/sac/``).  This file turns sampled replay rows into a
+``SACBatch`` (``sac.batch``): n-step windows (``sequence_indices`` gives the next ``n - 1`` rows and whether they
+belong to the same segment), rewards per stream (extrinsic from the stored reward; intrinsic providers evaluated
+on the sampled rows), PER weights.
 """
 from typing import Dict, cast
 
@@ -15,16 +16,17 @@ from mlagents.trainers.torch_entities.networks import SimpleActor
 from mlagents_envs.base_env import BehaviorSpec
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
-from mlagents_plugins.fast_sac import losses
-from mlagents_plugins.fast_sac.batch import (
+from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer
+from mlagents_plugins.fast_sac.settings import FastSACSettings
+from mlagents_plugins.offpolicy import rows as offpolicy_rows
+from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
+from mlagents_plugins.sac import losses
+from mlagents_plugins.sac.batch import (
+    SACBatch,
     annealed_per_beta,
     sample_starts,
     window_batch,
 )
-from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer, SACBatch
-from mlagents_plugins.fast_sac.settings import FastSACSettings
-from mlagents_plugins.offpolicy import rows as offpolicy_rows
-from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 
 TRAINER_NAME = "fast_sac"
 STAT_PER_BETA = "Replay/PER Beta"

@@ -23,7 +23,7 @@ from mlagents_plugins.muzero_repr.networks import Representation
 
 
 def latent_observation_spec(latent_size: int) -> ObservationSpec:
-    """The latent seen as a vector observation, so ML-Agents' networks (e.g. fast_sac's TwinQ) can take it."""
+    """The latent seen as a vector observation, so ML-Agents' networks (e.g. the SAC head's TwinQ) can take it."""
     return ObservationSpec((latent_size,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "muzero_latent")
 
 

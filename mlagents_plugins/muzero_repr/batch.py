@@ -1,5 +1,5 @@
-"""Replay rows -> muzero_repr's typed batches: ``ModelBatch`` (unroll windows for the learned model) and fast_sac's
-``SACBatch`` (n-step windows for the SAC head), both from start rows the trainer samples.
+"""Replay rows -> muzero_repr's typed batches: ``ModelBatch`` (unroll windows for the learned model) and the SAC head's
+``SACBatch`` (n-step windows), both from start rows the trainer samples.
 
 The trainer owns the replay buffer and the sampling generators (``MuZeroReprTrainer.sample_model_batch`` and
 ``sample_rl_batch``); these functions only gather rows and build tensors.  ``torch_rng`` draws the DrQ shifts
@@ -12,8 +12,6 @@ import numpy as np
 from mlagents.torch_utils import nn, torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec
 
-from mlagents_plugins.fast_sac.batch import window_batch
-from mlagents_plugins.fast_sac.optimizer import SACBatch
 from mlagents_plugins.muzero_repr.networks import encode_actions, random_shift
 from mlagents_plugins.muzero_repr.targets import (
     ACTIONS_AFTER_END_RANDOM,
@@ -23,6 +21,7 @@ from mlagents_plugins.muzero_repr.targets import (
 )
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.replay.buffer import ReplayBuffer
+from mlagents_plugins.sac.batch import SACBatch, window_batch
 
 
 class ModelBatch(NamedTuple):
@@ -139,7 +138,7 @@ def rl_batch(
     torch_rng: torch.Generator,
     device: torch.device,
 ) -> SACBatch:
-    """fast_sac's n-step windows (``fast_sac.batch.window_batch``) with the extrinsic reward only (times its
+    """The SAC head's n-step windows (``sac.batch.window_batch``, as fast_sac) with the extrinsic reward only (times its
     strength, discount its gamma); visual observations get the DrQ shift when ``shift_pad > 0``."""
     scale = np.float32(reward_scale)
     batch = window_batch(

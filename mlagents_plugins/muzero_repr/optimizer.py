@@ -1,7 +1,7 @@
 """Optimizer of muzero_repr: the learned model's MuZero update and the SAC head's update, each on a typed batch.
 
 The trainer samples the replay buffer and builds the batches (``muzero_repr/batch.py``: ``ModelBatch`` for the
-model, fast_sac's ``SACBatch`` for the SAC head) and writes the PER priorities; this class runs the networks, calls
+model, the SAC head's ``SACBatch``) and writes the PER priorities; this class runs the networks, calls
 the pure loss functions and steps the optimizers.
 
 Model update (MuZero Sec. 3 eq. 1, Appendix G; deviations noted): unroll ``num_unroll_steps`` with the actions
@@ -9,9 +9,10 @@ taken, targets from ``targets.compute_unroll_targets`` with bootstrap values fro
 target model, losses from ``losses.model_losses`` (recurrent steps scaled by 1/K, MuZero pseudocode
 ``update_weights``), gradient entering the dynamics scaled by ``recurrent_gradient_scaling_factor``.
 
-RL head: fast_sac's SAC, the same code: ``fast_sac.losses.sac_losses`` computes its losses (soft n-step targets,
-twin Q, actor, temperatures) with the latent h(o) as the state.  The critic's latent is detached unless
-``rl_gradient_to_repr`` (ALF's default: the RL loss does not shape the representation); the actor's always is.
+RL head: the SAC head fast_sac runs (``mlagents_plugins/sac/``, the same code): ``SACHead`` computes its losses
+(``sac.losses.sac_losses``: soft n-step targets, twin Q, actor, temperatures) with the latent h(o) as the state.
+The critic's latent is detached unless ``rl_gradient_to_repr`` (ALF's default: the RL loss does not shape the
+representation); the actor's always is.
 Reward: the environment reward times the extrinsic signal's strength, discount its gamma.
 """
 import copy
@@ -35,15 +36,16 @@ from mlagents_plugins.common.fast_kernels import (
     fused_adam_kwargs,
 )
 from mlagents_plugins.common.tensor_utils import polyak_update_
-from mlagents_plugins.fast_sac import losses as sac_losses
-from mlagents_plugins.fast_sac.networks import Temperatures, TwinQ, sample_for_training
-from mlagents_plugins.fast_sac.optimizer import STAT_LR, SACBatch, sac_stats
 from mlagents_plugins.muzero_repr import losses as muzero_losses
 from mlagents_plugins.muzero_repr.actor import MuZeroActor, latent_observation_spec
 from mlagents_plugins.muzero_repr.batch import ModelBatch
 from mlagents_plugins.muzero_repr.networks import MuZeroModel
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.muzero_repr.targets import UnrollTargets, compute_unroll_targets
+from mlagents_plugins.sac.batch import SACBatch
+from mlagents_plugins.sac.head import SACHead
+from mlagents_plugins.sac.losses import SACLosses
+from mlagents_plugins.sac.networks import sample_for_training
 
 # ---- stats keys -------------------------------------------------------------------------------------
 STAT_MODEL_LOSS = "Losses/MuZero Model Loss"
@@ -67,7 +69,7 @@ STAT_PRIORITY_MAX = "MuZero/Priority Max"
 STAT_MODEL_UPDATES = "MuZero/Model Updates"
 STAT_PER_BETA = "MuZero/PER Beta"
 STAT_MODEL_LR = "MuZero/Learning Rate"
-# The SAC head reports fast_sac's keys (mlagents_plugins/fast_sac/optimizer.py: Losses/Q1 Loss, Policy/Entropy
+# The SAC head reports fast_sac's keys (mlagents_plugins/sac/head.py: Losses/Q1 Loss, Policy/Entropy
 # Coefficient, Q/Q1 Abs Mean, ...), computed by the same code.
 
 EXTRINSIC = RewardSignalType.EXTRINSIC.value
@@ -96,7 +98,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
     def __init__(self, policy: TorchPolicy, trainer_settings: TrainerSettings):
         super().__init__(policy, trainer_settings)
         hp: MuZeroReprSettings = trainer_settings.hyperparameters  # type: ignore
-        self.hp = hp
+        self.hyperparameters = hp
         check_reward_signals(list(self.reward_signals.keys()))
         self.device = default_device()
         self.actor: MuZeroActor = policy.actor  # type: ignore
@@ -132,47 +134,33 @@ class MuZeroReprOptimizer(TorchOptimizer):
         adam = fused_adam_kwargs(self.device)
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate, **adam)
 
-        # ---- SAC head on the latent: fast_sac's losses (fast_sac.losses.sac_losses), one backward, one Adam ----
-        head_settings = NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers)
-        self.q_net = TwinQ(
-            self.stream_names,
-            [latent_observation_spec(hp.latent_size)],
-            head_settings,
-            self.action_spec,
-            layer_norm=hp.critics_layer_normed(len(self.action_spec.discrete_branches)),
-        )
-        self.q_net.to(self.device)
-        fuse_swish_(self.q_net)
-        self.target_q = self.q_net.make_target()
-        # Built once for the Polyak update (load_state_dict copies in place, so these stay the live tensors).
-        self._q_params, self._q_target_params = list(self.q_net.parameters()), list(self.target_q.parameters())
-        self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(self.device)
-        groups = [
-            {"params": self.actor.head_parameters()},
-            {"params": list(self.q_net.parameters())},
-            {"params": list(self.temperatures.parameters())},
-        ]
-        if self.actor.network_body.rl_gradient_to_repr:
-            groups.append({"params": list(self.actor.representation.parameters())})
-        self.rl_opt = torch.optim.Adam(groups, lr=hp.learning_rate, **adam)
-        self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(self.action_spec.continuous_size)
-        self.actor_min_q = hp.actor_uses_min_q(len(self.branches))
-        self.entropy_reward = hp.entropy_in_targets(len(self.branches))
+        # ---- SAC head on the latent (mlagents_plugins/sac/head.py, as fast_sac): one backward, one Adam ----
         # learning_rate_schedule anneals both step sizes (the RL head's and the model's) the same way.
-        self.decay_learning_rate = ModelUtils.DecayedValue(
-            hp.learning_rate_schedule, hp.learning_rate, 1e-10, trainer_settings.max_steps
-        )
         self.decay_model_learning_rate = ModelUtils.DecayedValue(
             hp.learning_rate_schedule, hp.model_learning_rate, 1e-10, trainer_settings.max_steps
         )
-        # fast_cpu_matmul: one kernel chooser per update kind, so each times one kind of work.
-        self.model_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
-        self.rl_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         # compile_update: each update's forward passes and losses through torch.compile once its kernel is chosen
-        # (compiled_step.py; fast_sac and taac do the same).
+        # (compiled_step.py; fast_sac and taac do the same); fast_cpu_matmul: one kernel chooser per update kind,
+        # so each times one kind of work.
         compile_update = compile_wanted(hp.compile_update, self.spec.observation_specs)
+        self.head = SACHead(
+            hp,
+            self.action_spec,
+            self.stream_names,
+            [latent_observation_spec(hp.latent_size)],
+            NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers),
+            actor_params=self.actor.head_parameters(),
+            loss_fn=self._rl_total,
+            compile_update=compile_update,
+            name="muzero_repr SAC head update",
+            max_steps=trainer_settings.max_steps,
+            device=self.device,
+            extra_params=(
+                list(self.actor.representation.parameters()) if self.actor.network_body.rl_gradient_to_repr else None
+            ),
+        )
+        self.model_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.model_step = CompiledStep(self._model_total, compile_update, "muzero_repr model update")
-        self.rl_step = CompiledStep(self._rl_total, compile_update, "muzero_repr SAC head update")
         self.num_model_updates = 0
         self.loss_weights = muzero_losses.ModelLossWeights(
             value=hp.value_loss_weight,
@@ -184,17 +172,17 @@ class MuZeroReprOptimizer(TorchOptimizer):
 
     @property
     def critic(self):
-        return self.q_net
+        return self.head.q_net
 
     def get_modules(self) -> Dict[str, nn.Module]:
         modules = {
             "Optimizer:muzero_model": self.model,
             "Optimizer:muzero_target_model": self.target_model,
-            "Optimizer:q_net": self.q_net,
-            "Optimizer:target_q": self.target_q,
-            "Optimizer:temperatures": self.temperatures,
+            "Optimizer:q_net": self.head.q_net,
+            "Optimizer:target_q": self.head.q_target,
+            "Optimizer:temperatures": self.head.temperatures,
             "Optimizer:model_opt": self.model_opt,
-            "Optimizer:rl_opt": self.rl_opt,
+            "Optimizer:rl_opt": self.head.adam,
         }
         for name, signal in self.reward_signals.items():
             modules.update(signal.get_modules())
@@ -211,7 +199,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
     def model_loss(self, batch: ModelBatch) -> ModelForward:
         """The learned model's forward pass on ``batch`` (target model for the bootstrap values, unroll, consistency
         targets) and its losses (``losses.model_losses``)."""
-        hp = self.hp
+        hp = self.hyperparameters
         K, n = hp.num_unroll_steps, hp.td_steps
         B = batch.r_t.shape[0]
         with torch.no_grad():
@@ -249,7 +237,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         """One model update on ``batch``: one backward, gradient clipping, one Adam step, the target model's
         update on its period.  Returns the stats and the start rows' value errors ``|v_0 - z_0|`` ``[B]`` (from
         the weights before the step), from which the trainer writes the PER priorities."""
-        hp = self.hp
+        hp = self.hyperparameters
         with self.model_matmul.scope():
             model_lr = self.decay_model_learning_rate.get_value(self.policy.get_current_step())
             # model_opt updates exactly self.model's parameters, so its gradients are the ones clipped.
@@ -287,12 +275,12 @@ class MuZeroReprOptimizer(TorchOptimizer):
 
     # ------------------------------------------------------------------ RL head (SAC on the latent)
     def _actor_on_latent(self, z: List[torch.Tensor], mask: Optional[torch.Tensor]):
-        """The ``ActorFn`` of ``fast_sac.losses.sac_losses`` on the latent ``[z]``: the policy MLP, then fast_sac's
-        sampling path (``fast_sac.networks.sample_for_training``)."""
+        """The ``ActorFn`` of ``sac.losses.sac_losses`` on the latent ``[z]``: the policy MLP, then the SAC head's
+        sampling path (``sac.networks.sample_for_training``)."""
         return sample_for_training(self.actor.action_model, self.actor.network_body.head(z[0]), mask)
 
-    def rl_losses(self, batch: SACBatch) -> sac_losses.SACLosses:
-        """fast_sac's SAC losses (``fast_sac.losses.sac_losses``) with the latent as the state.
+    def rl_losses(self, batch: SACBatch) -> SACLosses:
+        """The SAC head's losses (``sac.losses.sac_losses``, as fast_sac) with the latent as the state.
 
         The critic sees ``h(o)``, attached when ``rl_gradient_to_repr`` (``LatentBody.latent``); the actor loss
         sees it detached always, so only the critic's TD loss shapes h (SAC-AE, Yarats et al. 2019 Sec. 6, and
@@ -301,18 +289,9 @@ class MuZeroReprOptimizer(TorchOptimizer):
         z_tm1 = self.actor.network_body.latent(batch.obs)
         with torch.no_grad():
             z_t = self.actor.representation(batch.next_obs)
-        return sac_losses.sac_losses(
-            self._actor_on_latent, self.q_net, self.q_net.frozen, self.target_q,
-            s_tm1=[z_tm1], a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
-            r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,
-            s_t=[z_t], mask_t=batch.next_action_mask,
-            log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
-            target_entropy_cont=self.target_entropy_cont, discrete_entropy_scale=self.hp.discrete_target_entropy_scale,
-            branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=self.actor_min_q,
-            weights=batch.weights, policy_s_tm1=[z_tm1.detach()], entropy_reward=self.entropy_reward,
-        )
+        return self.head.losses(self._actor_on_latent, batch, [z_tm1], [z_t], policy_s_tm1=[z_tm1.detach()])
 
-    def _rl_total(self, batch: SACBatch) -> Tuple[torch.Tensor, sac_losses.SACLosses]:
+    def _rl_total(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.rl_losses(batch)
         return out.total(), out
 
@@ -320,10 +299,5 @@ class MuZeroReprOptimizer(TorchOptimizer):
         """One SAC update of the RL head on ``batch``: one backward of critic + actor + temperature losses, one
         Adam step, one Polyak update (as fast_sac).  With PER its critic loss is importance-weighted; the
         priorities stay the model's value errors (the RL head does not write them)."""
-        with self.rl_matmul.scope():
-            lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
-            _, out = self.rl_step.gradient_step([self.rl_opt], lr, batch, ready=self.rl_matmul.decided)
-            polyak_update_(self._q_params, self._q_target_params, self.hp.tau)
-        stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
-        stats[STAT_LR] = lr
+        stats, _ = self.head.update(batch, self.policy.get_current_step())
         return stats

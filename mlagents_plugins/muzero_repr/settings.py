@@ -1,6 +1,7 @@
-"""``muzero_repr`` hyperparameters: the learned model's fields on top of fast_sac's (the RL head).
+"""``muzero_repr`` hyperparameters: the learned model's fields on top of the SAC head's (``sac/settings.py``, the RL
+head; fast_sac's fields).
 
-The RL head is fast_sac's SAC on the latent (the same loss code), so every fast_sac field keeps its meaning
+The RL head is the SAC head fast_sac runs, on the latent (the same code), so every fast_sac field keeps its meaning
 and has its effect: ``tau``, ``init_entcoef``, the target entropy scales, ``actor_min_q``, ``entropy_reward``, ``n_step``,
 ``prioritized_replay`` and ``per_*`` (the priorities are the model's value errors, see docs/muzero_repr.md),
 ``fast_cpu_matmul`` and ``compile_update`` (both updates); ``learning_rate`` is the RL head's step size,
@@ -24,9 +25,9 @@ from mlagents_plugins.common.validators import (
     strict_bool,
     unit_interval,
 )
-from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
 from mlagents_plugins.offpolicy.rows import is_compact_obs
+from mlagents_plugins.sac.settings import SACHeadSettings
 
 #: ``random_shift_pad`` resolved for visual observations (DrQ's 4 pixels on 84x84 images, scaled to 27-36 pixels).
 VISUAL_SHIFT_PAD = 2
@@ -38,7 +39,7 @@ def has_visual(observation_specs: Sequence[Any]) -> bool:
 
 
 @attr.s(auto_attribs=True)
-class MuZeroReprSettings(FastSACSettings):
+class MuZeroReprSettings(SACHeadSettings):
     TRAINER_TYPE: ClassVar[str] = "muzero_repr"
     # --- learned model (MuZero h, g, f) ---
     # Size of the latent state s = h(o); min-max scaled to [0, 1] (MuZero App. G). The RL head sees it.

@@ -4,9 +4,9 @@ and two updates.
 Every base update (``steps_per_update`` environment steps) makes one SAC update of the RL head; every
 ``model_update_interval`` base updates the learned model makes ``model_updates_per_interval`` MuZero updates
 first, so the representation trains on its own cadence.  Both sample the same replay buffer here, with the run
-seed's generators: start rows (uniform, or by the model's value-error priorities with importance weights, as
-fast_sac's ``sample_starts``) from the base's numpy generator, DrQ shifts and random actions after an episode's
-end from ``torch_rng``.  ``muzero_repr/batch.py`` turns the rows into typed batches; the optimizer's
+seed's generators: start rows (uniform, or by the model's value-error priorities with importance weights: the SAC
+head's ``sample_starts``, as fast_sac) from the base's numpy generator, DrQ shifts and random actions after an
+episode's end from ``torch_rng``.  ``muzero_repr/batch.py`` turns the rows into typed batches; the optimizer's
 ``update_model`` and ``update_rl`` take them.  The model update's value errors become the priorities here.
 """
 from typing import Dict, Optional, cast
@@ -18,9 +18,6 @@ from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
-from mlagents_plugins.fast_sac import losses as sac_losses
-from mlagents_plugins.fast_sac.batch import annealed_per_beta, sample_starts
-from mlagents_plugins.fast_sac.optimizer import SACBatch
 from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr.actor import MuZeroActor
 from mlagents_plugins.muzero_repr.optimizer import (
@@ -32,11 +29,16 @@ from mlagents_plugins.muzero_repr.optimizer import (
 )
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
+from mlagents_plugins.sac import losses as sac_losses
+from mlagents_plugins.sac.batch import SACBatch, annealed_per_beta, sample_starts
 
 TRAINER_NAME = "muzero_repr"
 
 
 class MuZeroReprTrainer(OffPolicyTrainerBase):
+    hyperparameters: MuZeroReprSettings
+    optimizer: MuZeroReprOptimizer
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # At start-up (trainer creation), not later when the first agent connects and the optimizer is built.
@@ -50,15 +52,11 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         return TRAINER_NAME
 
     @property
-    def muzero_settings(self) -> MuZeroReprSettings:
-        return cast(MuZeroReprSettings, self.trainer_settings.hyperparameters)
-
-    @property
     def prioritized_replay(self) -> bool:
-        return bool(self.muzero_settings.prioritized_replay)
+        return bool(self.hyperparameters.prioritized_replay)
 
     def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TorchPolicy:
-        hp = self.muzero_settings
+        hp = self.hyperparameters
         # random_shift_pad resolved once for this behavior's observations (null: automatic); every batch uses it.
         self.shift_pad = hp.shift_pad(behavior_spec.observation_specs)
         return TorchPolicy(
@@ -81,14 +79,14 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
 
     def per_beta(self) -> float:
         """PER importance-sampling exponent now (``batch.annealed_per_beta``: ``per_beta`` -> 1 at ``max_steps``)."""
-        return annealed_per_beta(self.muzero_settings.per_beta, self._step, self.trainer_settings.max_steps)
+        return annealed_per_beta(self.hyperparameters.per_beta, self._step, self.trainer_settings.max_steps)
 
     # ------------------------------------------------------------------ sampling
     def _starts(self, rng: Optional[np.random.Generator], per_beta: Optional[float]):
         """``batch_size`` start rows and their importance weights (None without PER).  With
         ``prioritized_replay`` both updates draw from the same priorities (the model's value error), so the RL
         head and the model see one sampling distribution, each corrected back to uniform."""
-        hp = self.muzero_settings
+        hp = self.hyperparameters
         beta = self.per_beta() if per_beta is None else per_beta
         return sample_starts(self.replay, self.rng if rng is None else rng, hp.batch_size, hp.prioritized_replay,
                              beta, self.optimizer.device)
@@ -98,8 +96,8 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
     ) -> muzero_batch.ModelBatch:
         """A ``ModelBatch`` of unroll windows.  ``rng`` picks the start rows (default the trainer's generator),
         ``per_beta`` is the importance-sampling exponent (default ``per_beta()``, annealed to 1)."""
-        hp = self.muzero_settings
-        opt = cast(MuZeroReprOptimizer, self.optimizer)
+        hp = self.hyperparameters
+        opt = self.optimizer
         starts, weights = self._starts(rng, per_beta)
         return muzero_batch.model_batch(
             self.replay, starts, weights, self.policy.behavior_spec,
@@ -109,9 +107,9 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         )
 
     def sample_rl_batch(self, rng: Optional[np.random.Generator] = None, per_beta: Optional[float] = None) -> SACBatch:
-        """fast_sac's ``SACBatch`` of n-step windows for the SAC head (arguments as ``sample_model_batch``)."""
-        hp = self.muzero_settings
-        opt = cast(MuZeroReprOptimizer, self.optimizer)
+        """The SAC head's ``SACBatch`` of n-step windows (arguments as ``sample_model_batch``)."""
+        hp = self.hyperparameters
+        opt = self.optimizer
         starts, weights = self._starts(rng, per_beta)
         return muzero_batch.rl_batch(
             self.replay, starts, weights, self.policy.behavior_spec, n_step=hp.n_step,
@@ -122,14 +120,14 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
     def write_priorities(self, starts: np.ndarray, value_err: torch.Tensor) -> Dict[str, float]:
         """PER priorities ``(|v_0 - z_0| + per_epsilon)^per_alpha`` of the model batch's start rows, and their
         stats."""
-        hp = self.muzero_settings
+        hp = self.hyperparameters
         pr = sac_losses.per_priorities(value_err, hp.per_alpha, hp.per_epsilon).cpu().numpy()
         self.replay.update_priorities(starts, pr)
         return {STAT_PRIORITY_MEAN: float(pr.mean()), STAT_PRIORITY_MAX: float(pr.max())}
 
     def update_once(self) -> Dict[str, float]:
-        hp = self.muzero_settings
-        opt = cast(MuZeroReprOptimizer, self.optimizer)
+        hp = self.hyperparameters
+        opt = self.optimizer
         stats: Dict[str, float] = {}
         if self.num_updates % hp.model_update_interval == 0:
             for _ in range(hp.model_updates_per_interval):

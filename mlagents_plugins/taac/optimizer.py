@@ -80,12 +80,12 @@ class TaacOptimizer(TorchOptimizer):
         hp = self.hyperparameters
         self.actor: TaacActor = policy.actor
         fuse_swish_(self.actor)  # same function, one kernel (mlagents_plugins/common/fast_kernels.py); before the target copy
-        self.q_networks: TaacCritic = self.actor.critic
+        self.q_net: TaacCritic = self.actor.critic
         self.stream_names = list(self.critic.stream_names)
         if self.stream_names != list(self.reward_signals.keys()):
             raise ValueError(f"critic streams {self.stream_names} != reward signals {list(self.reward_signals)}")
-        self.target_critic: TaacCritic = copy.deepcopy(self.q_networks)
-        self.target_critic.requires_grad_(False)
+        self.q_target: TaacCritic = copy.deepcopy(self.q_net)
+        self.q_target.requires_grad_(False)
         self.gammas = torch.tensor([self.reward_signals[n].gamma for n in self.stream_names], dtype=torch.float32)
         # 0 for providers that ignore episode ends (curiosity, RND): their return bootstraps through a terminal.
         self.use_done = torch.tensor(
@@ -105,9 +105,9 @@ class TaacOptimizer(TorchOptimizer):
         self._optimizers = (self.critic_optimizer, self.actor_optimizer, self.temperature_optimizer)
         # Gradient updates taken (times the target updates: every ``target_update_period``-th one).
         self.num_updates = 0
-        self.target_critic.to(default_device())
-        self._critic_params = list(self.critic.parameters())
-        self._target_critic_params = list(self.target_critic.parameters())
+        self.q_target.to(default_device())
+        self.q_params = list(self.critic.parameters())
+        self.q_target_params = list(self.q_target.parameters())
         # fp32 matmul kernel timed on the first updates (fast_cpu_matmul), then the compiled loss step
         # (compile_update), as in fast_sac: mlagents_plugins/common/fast_kernels.py and compiled_step.py.
         self.matmul_kernels = MatmulKernelChooser(default_device(), hp.fast_cpu_matmul)
@@ -122,10 +122,10 @@ class TaacOptimizer(TorchOptimizer):
 
     @property
     def critic(self) -> TaacCritic:  # TorchOptimizer's read-only property
-        return self.q_networks
+        return self.q_net
 
     def _sync_target_normalization(self) -> None:
-        for online, target in zip(self.critic.replicas, self.target_critic.replicas):
+        for online, target in zip(self.critic.replicas, self.q_target.replicas):
             target.network_body.copy_normalization(online.network_body)
 
     def stream_targets(self, batch: TaacBatch, v_t: torch.Tensor, fresh_switch: torch.Tensor) -> torch.Tensor:
@@ -182,8 +182,8 @@ class TaacOptimizer(TorchOptimizer):
             )
             v_t = losses.expected_switch_value(
                 dist_t.p_switch,
-                TaacCritic.pessimistic(self.target_critic(next_obs, keep_t)),
-                TaacCritic.pessimistic(self.target_critic(next_obs, new_t)),
+                TaacCritic.pessimistic(self.q_target(next_obs, keep_t)),
+                TaacCritic.pessimistic(self.q_target(next_obs, new_t)),
             ).reshape(B, L, -1)
 
             # 3. Compare-through targets per reward stream.
@@ -217,7 +217,7 @@ class TaacOptimizer(TorchOptimizer):
             self.num_updates += 1
             self._sync_target_normalization()
             if self.num_updates % hp.target_update_period == 0:
-                polyak_update_(self._critic_params, self._target_critic_params, hp.target_update_tau)
+                polyak_update_(self.q_params, self.q_target_params, hp.target_update_tau)
 
         actor = self.actor
         with torch.no_grad():
@@ -234,7 +234,7 @@ class TaacOptimizer(TorchOptimizer):
 
     def get_modules(self):
         modules = {
-            "Optimizer:target_critic": self.target_critic,
+            "Optimizer:target_critic": self.q_target,
             "Optimizer:actor_optimizer": self.actor_optimizer,
             "Optimizer:critic_optimizer": self.critic_optimizer,
             "Optimizer:temperature_optimizer": self.temperature_optimizer,

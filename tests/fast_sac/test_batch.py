@@ -48,7 +48,7 @@ def test_n_step_windows_match_stored_trajectories(tmp_path):
 
 
 def test_annealed_per_beta_hand_values():
-    from mlagents_plugins.fast_sac.batch import annealed_per_beta
+    from mlagents_plugins.sac.batch import annealed_per_beta
 
     assert annealed_per_beta(0.4, 0, 10000) == 0.4
     assert annealed_per_beta(0.4, 2500, 10000) == pytest.approx(0.55)  # 0.4 + 0.6 * 1/4

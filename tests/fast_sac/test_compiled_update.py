@@ -27,8 +27,8 @@ def test_compiled_losses_and_gradients_match_eager_and_actor_loss_reaches_only_t
         trainer = _filled_trainer(tmp_path, cont=2, branches=(3, 2))
         opt = trainer.optimizer
         actor = [p for p in opt.policy.actor.parameters() if p.requires_grad]
-        critic = opt._q_params
-        params = actor + critic + list(opt.temperatures.parameters())
+        critic = opt.head.q_params
+        params = actor + critic + list(opt.head.temperatures.parameters())
         _, out = compare_compiled_with_eager(opt._total_loss, params, trainer.sample_batch(), fields_named(
             ("q1_loss", "q2_loss", "policy_loss", "temperature_loss", "td_abs", "q_mean", "entropy")))
     # Gradient routing through the compiled graph: Q values at the actor's actions use detached critic weights.
@@ -79,11 +79,11 @@ def test_compile_setting_automatic_false_and_true(tmp_path, monkeypatch):
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
     vector = behavior_spec(obs_shapes=((5,), (3,)), cont=2)
     camera = behavior_spec(obs_shapes=((3, 20, 20), (2,)), cont=0, branches=(3,))
-    assert make_trainer(vector, tmp_path / "a", batch_size=8).optimizer.loss_step.mode == "compiled"
-    assert make_trainer(camera, tmp_path / "b", batch_size=8).optimizer.loss_step.mode == "eager"
-    assert make_trainer(vector, tmp_path / "c", batch_size=8, compile_update=False).optimizer.loss_step.mode == "eager"
+    assert make_trainer(vector, tmp_path / "a", batch_size=8).optimizer.head.loss_step.mode == "compiled"
+    assert make_trainer(camera, tmp_path / "b", batch_size=8).optimizer.head.loss_step.mode == "eager"
+    assert make_trainer(vector, tmp_path / "c", batch_size=8, compile_update=False).optimizer.head.loss_step.mode == "eager"
     forced = make_trainer(camera, tmp_path / "d", batch_size=8, compile_update=True)
-    assert forced.optimizer.loss_step.mode == "compiled"
+    assert forced.optimizer.head.loss_step.mode == "compiled"
 
 
 def test_compiled_backward_failing_on_first_use_redoes_the_step_eagerly(monkeypatch, caplog):

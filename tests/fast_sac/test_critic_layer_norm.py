@@ -11,7 +11,7 @@ from mlagents.trainers.settings import NetworkSettings
 from mlagents_envs.base_env import ActionSpec
 
 from mlagents_plugins.common.critic_norm import NormedSequential
-from mlagents_plugins.fast_sac.networks import TwinQ
+from mlagents_plugins.sac.networks import TwinQ
 from tests.builders import behavior_spec
 from tests.fast_sac.helpers import make_trainer
 
@@ -108,12 +108,12 @@ def test_extra_state_as_a_dict_from_earlier_checkpoints_loads(saved_on):
 def test_the_setting_reaches_online_and_target_critics(tmp_path, on):
     trainer = make_trainer(behavior_spec(((4,),), cont=2), tmp_path, critic_layer_norm=on)
     opt = trainer.optimizer
-    assert opt.q.layer_norm is on and opt.q_target.layer_norm is on
-    assert len(opt.q._normed) == 2 and all(s is not t for s, t in zip(opt.q._normed, opt.q_target._normed))
+    assert opt.head.q_net.layer_norm is on and opt.head.q_target.layer_norm is on
+    assert len(opt.head.q_net._normed) == 2 and all(s is not t for s, t in zip(opt.head.q_net._normed, opt.head.q_target._normed))
 
 
 @pytest.mark.parametrize("cont, branches, expected", [(2, (), True), (0, (3, 2), False), (2, (3,), False)])
 def test_automatic_default_normalizes_only_continuous_only_critics(tmp_path, cont, branches, expected):
     trainer = make_trainer(behavior_spec(((4,),), cont=cont, branches=branches), tmp_path)
     assert trainer.hyperparameters.critic_layer_norm is None
-    assert trainer.optimizer.q.layer_norm is expected and trainer.optimizer.q_target.layer_norm is expected
+    assert trainer.optimizer.head.q_net.layer_norm is expected and trainer.optimizer.head.q_target.layer_norm is expected

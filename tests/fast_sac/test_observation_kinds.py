@@ -42,10 +42,10 @@ def test_update_runs_for_observation_kind(tmp_path, obs, encoder):
     rng = np.random.default_rng(0)
     for _ in range(2):
         trainer._process_trajectory(trajectory(spec, 6, rng))
-    before = [p.detach().clone() for p in trainer.optimizer._q_params]
+    before = [p.detach().clone() for p in trainer.optimizer.head.q_params]
     stats = trainer.update_once()
     assert np.isfinite(stats["Losses/Q1 Loss"]) and np.isfinite(stats["Losses/Policy Loss"])
-    assert any(bool((b != p).any()) for b, p in zip(before, trainer.optimizer._q_params))
+    assert any(bool((b != p).any()) for b, p in zip(before, trainer.optimizer.head.q_params))
     for name, field in trainer.replay.fields.items():
         if name.startswith("obs_") and len(field.shape) == 3:
             assert field.dtype == "uint8"

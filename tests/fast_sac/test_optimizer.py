@@ -21,17 +21,17 @@ def test_each_loss_reaches_only_its_own_parameters(tmp_path, spec_kw, actor_min_
     opt = trainer.optimizer
     out = opt.compute_losses(trainer.sample_batch())
     actor = [p for p in trainer.policy.actor.parameters() if p.requires_grad]
-    critic = opt._q_params
-    temps = ([opt.temperatures.log_alpha_cont] if spec_kw.get("cont", 2) > 0 else []) + (
-        [opt.temperatures.log_alpha_disc] if spec_kw.get("branches") else []
+    critic = opt.head.q_params
+    temps = ([opt.head.temperatures.log_alpha_cont] if spec_kw.get("cont", 2) > 0 else []) + (
+        [opt.head.temperatures.log_alpha_disc] if spec_kw.get("branches") else []
     )
-    target = list(opt.q_target.parameters())
+    target = list(opt.head.q_target.parameters())
     assert all(not p.requires_grad for p in target)
     # critic loss: critics only (targets carry no gradient, actor not reached through detached targets)
     for loss in (out.q1_loss, out.q2_loss):
         assert not any(_grads(loss, actor)) and not any(_grads(loss, temps))
         assert any(_grads(loss, critic))
-    assert any(_grads(out.q1_loss, list(opt.q.q1.parameters()))) and not any(_grads(out.q1_loss, list(opt.q.q2.parameters())))
+    assert any(_grads(out.q1_loss, list(opt.head.q_net.q1.parameters()))) and not any(_grads(out.q1_loss, list(opt.head.q_net.q2.parameters())))
     # actor loss: actor only
     assert any(_grads(out.policy_loss, actor))
     assert not any(_grads(out.policy_loss, critic)) and not any(_grads(out.policy_loss, temps))
@@ -43,12 +43,12 @@ def test_each_loss_reaches_only_its_own_parameters(tmp_path, spec_kw, actor_min_
 def test_update_moves_targets_by_polyak_only(tmp_path):
     trainer = _filled_trainer(tmp_path, cont=2)
     opt = trainer.optimizer
-    before_t = [p.detach().clone() for p in opt._q_target_params]
-    before_q = [p.detach().clone() for p in opt._q_params]
+    before_t = [p.detach().clone() for p in opt.head.q_target_params]
+    before_q = [p.detach().clone() for p in opt.head.q_params]
     opt.update(trainer.sample_batch())
-    tau = opt.tau
+    tau = opt.hyperparameters.tau
     changed = False
-    for bt, t, q, bq in zip(before_t, opt._q_target_params, opt._q_params, before_q):
+    for bt, t, q, bq in zip(before_t, opt.head.q_target_params, opt.head.q_params, before_q):
         torch.testing.assert_close(t, (1 - tau) * bt + tau * q.detach(), rtol=1e-5, atol=1e-6)
         changed |= bool(torch.any(q != bq))
     assert changed
@@ -57,40 +57,40 @@ def test_update_moves_targets_by_polyak_only(tmp_path):
 def test_temperature_rises_when_entropy_is_below_target(tmp_path):
     trainer = _filled_trainer(tmp_path, cont=2)
     opt = trainer.optimizer
-    opt.target_entropy_cont = 100.0  # unreachable entropy: alpha must grow
-    before = opt.temperatures.log_alpha_cont.item()
+    opt.head.target_entropy_cont = 100.0  # unreachable entropy: alpha must grow
+    before = opt.head.temperatures.log_alpha_cont.item()
     opt.update(trainer.sample_batch())
-    assert opt.temperatures.log_alpha_cont.item() > before
-    opt.target_entropy_cont = -100.0
-    before = opt.temperatures.log_alpha_cont.item()
+    assert opt.head.temperatures.log_alpha_cont.item() > before
+    opt.head.target_entropy_cont = -100.0
+    before = opt.head.temperatures.log_alpha_cont.item()
     opt.update(trainer.sample_batch())
-    assert opt.temperatures.log_alpha_cont.item() < before
+    assert opt.head.temperatures.log_alpha_cont.item() < before
 
 
 def test_stats_keys_are_reported(tmp_path):
-    from mlagents_plugins.fast_sac import optimizer as O
+    from mlagents_plugins.sac import head as sac_head
 
     trainer = _filled_trainer(tmp_path, cont=1, branches=(2,))
     stats, td = trainer.optimizer.update(trainer.sample_batch())
-    for key in (O.STAT_POLICY_LOSS, O.STAT_Q1_LOSS, O.STAT_Q2_LOSS, O.STAT_ENTCOEF, O.STAT_LR,
-                O.STAT_CONT_ENTCOEF, O.STAT_DISC_ENTCOEF):
+    for key in (sac_head.STAT_POLICY_LOSS, sac_head.STAT_Q1_LOSS, sac_head.STAT_Q2_LOSS, sac_head.STAT_ENTCOEF, sac_head.STAT_LR,
+                sac_head.STAT_CONT_ENTCOEF, sac_head.STAT_DISC_ENTCOEF):
         assert np.isfinite(stats[key]), key
     assert td.shape == (16,)
 
 
 def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
-    from mlagents_plugins.fast_sac import losses as L
-    from mlagents_plugins.fast_sac import optimizer as O
+    from mlagents_plugins.sac import losses as sac_losses
+    from mlagents_plugins.sac import head as sac_head
 
     trainer = _filled_trainer(tmp_path, cont=0, branches=(3, 2))
     opt = trainer.optimizer
     with torch.no_grad():
-        opt.temperatures.log_alpha_disc.copy_(torch.log(torch.tensor([0.3, 0.07])))
+        opt.head.temperatures.log_alpha_disc.copy_(torch.log(torch.tensor([0.3, 0.07])))
     batch = trainer.sample_batch()
     torch.manual_seed(0)
     with torch.no_grad():
         out = opt.compute_losses(batch)
-        q1_all, q2_all = opt.q(batch.obs, batch.cont_actions)
+        q1_all, q2_all = opt.head.q_net(batch.obs, batch.cont_actions)
         _, _, lp_d = opt._actor(batch.obs, batch.action_mask)
     p = lp_d.exp()
     ent0 = -(p[:, :3] * lp_d[:, :3]).sum(1).mean()
@@ -98,8 +98,8 @@ def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
     def expect(q):  # mean over the two branches of E_pi_k Q_k, per stream
         return ((q[:, :, :3] * p[:, None, :3]).sum(-1) + (q[:, :, 3:] * p[:, None, 3:]).sum(-1)) / 2
     bias = (torch.minimum(expect(q1_all), expect(q2_all)) - expect(torch.minimum(q1_all, q2_all))).mean()
-    q1 = L.condense_q(q1_all, batch.disc_actions, opt.branches)
-    q2 = L.condense_q(q2_all, batch.disc_actions, opt.branches)
+    q1 = sac_losses.condense_q(q1_all, batch.disc_actions, opt.branches)
+    q2 = sac_losses.condense_q(q2_all, batch.disc_actions, opt.branches)
     d = out.diagnostics
     torch.testing.assert_close(d[0], q1.abs().mean(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(d[2], (q1 - q2).abs().mean(), rtol=1e-5, atol=1e-6)
@@ -108,15 +108,15 @@ def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
     torch.testing.assert_close(d[6:8], torch.stack([ent0, ent1]), rtol=1e-5, atol=1e-6)
     assert d.shape == (6 + 2,)  # the temperatures are not diagnostics: sac_stats reads them after the step
     stats, _ = opt.update(batch)
-    for key in (O.STAT_BRANCH_ENTROPY.format(0), O.STAT_BRANCH_ENTROPY.format(1), O.STAT_BRANCH_ENTCOEF.format(1),
-                O.STAT_Q_ABS, O.STAT_Q_STD, O.STAT_TWIN_GAP, O.STAT_TARGET_MEAN, O.STAT_TARGET_DRIFT, O.STAT_BRANCH_MIN_BIAS):
+    for key in (sac_head.STAT_BRANCH_ENTROPY.format(0), sac_head.STAT_BRANCH_ENTROPY.format(1), sac_head.STAT_BRANCH_ENTCOEF.format(1),
+                sac_head.STAT_Q_ABS, sac_head.STAT_Q_STD, sac_head.STAT_TWIN_GAP, sac_head.STAT_TARGET_MEAN, sac_head.STAT_TARGET_DRIFT, sac_head.STAT_BRANCH_MIN_BIAS):
         assert np.isfinite(stats[key]), key
-    assert O.STAT_BRANCH_ENTROPY.format(2) not in stats
+    assert sac_head.STAT_BRANCH_ENTROPY.format(2) not in stats
     # All temperature stats are the values after the step, so the branches average to the discrete coefficient.
-    alpha_d = opt.temperatures.log_alpha_disc.exp().tolist()
+    alpha_d = opt.head.temperatures.log_alpha_disc.exp().tolist()
     assert alpha_d[0] != pytest.approx(0.3, abs=1e-9) and alpha_d[1] != pytest.approx(0.07, abs=1e-9)
-    assert [stats[O.STAT_BRANCH_ENTCOEF.format(i)] for i in (0, 1)] == pytest.approx(alpha_d, rel=1e-6)
-    assert stats[O.STAT_DISC_ENTCOEF] == pytest.approx(sum(alpha_d) / 2, rel=1e-6)
+    assert [stats[sac_head.STAT_BRANCH_ENTCOEF.format(i)] for i in (0, 1)] == pytest.approx(alpha_d, rel=1e-6)
+    assert stats[sac_head.STAT_DISC_ENTCOEF] == pytest.approx(sum(alpha_d) / 2, rel=1e-6)
 
 
 def test_fast_cpu_matmul_gives_the_same_losses_and_gradients(tmp_path):
@@ -131,7 +131,7 @@ def test_fast_cpu_matmul_gives_the_same_losses_and_gradients(tmp_path):
         torch.manual_seed(11)
         with fast_fp32_matmul(opt.device, enabled):
             out = opt.compute_losses(batch)
-            params = [p for p in opt.q.parameters()] + [p for p in opt.policy.actor.parameters() if p.requires_grad]
+            params = [p for p in opt.head.q_net.parameters()] + [p for p in opt.policy.actor.parameters() if p.requires_grad]
             grads = torch.autograd.grad(out.q1_loss + out.policy_loss, params, allow_unused=True)
         results.append((out, grads))
     (a, ga), (b, gb) = results

@@ -74,14 +74,14 @@ def test_non_bool_flags_rejected_when_built_directly():
 
 
 def test_actor_min_q_automatic_default_follows_action_kind(tmp_path):
-    assert make_trainer(behavior_spec(cont=2), tmp_path / "c").optimizer.actor_q1_only
-    assert not make_trainer(behavior_spec(cont=0, branches=(2,)), tmp_path / "d").optimizer.actor_q1_only
-    assert not make_trainer(behavior_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.actor_q1_only
+    assert not make_trainer(behavior_spec(cont=2), tmp_path / "c").optimizer.head.actor_min_q
+    assert make_trainer(behavior_spec(cont=0, branches=(2,)), tmp_path / "d").optimizer.head.actor_min_q
+    assert make_trainer(behavior_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.head.actor_min_q
 
 
 def test_entropy_reward_automatic_default_follows_action_kind(tmp_path):
     def in_targets(name, **kw):
-        return make_trainer(behavior_spec(**kw["spec"]), tmp_path / name, **kw.get("hp", {})).optimizer.entropy_reward
+        return make_trainer(behavior_spec(**kw["spec"]), tmp_path / name, **kw.get("hp", {})).optimizer.head.entropy_reward
 
     assert in_targets("c", spec=dict(cont=2)) is True
     assert in_targets("d", spec=dict(cont=0, branches=(3, 3))) is False
@@ -104,6 +104,6 @@ def test_entropy_reward_changes_the_critic_update(tmp_path):
             trainer._process_trajectory(trajectory(spec, 9, rng, done=i % 2 == 0))
         torch.manual_seed(1)
         trainer.update_once()
-        critics.append([p.detach().clone() for p in trainer.optimizer.q.parameters()])
+        critics.append([p.detach().clone() for p in trainer.optimizer.head.q_net.parameters()])
     assert all(torch.equal(x, y) for x, y in zip(critics[0], critics[1]))
     assert not all(torch.equal(x, y) for x, y in zip(critics[0], critics[2]))

@@ -22,6 +22,6 @@ def test_compiled_model_and_head_losses_and_gradients_match_eager(tmp_path, monk
             "value_target": lambda f: f.targets.value_target_k,
             "latent_norm": lambda f: f.latent_norm_k,
         }, seed=11)
-        head = [p for g in opt.rl_opt.param_groups for p in g["params"]]
+        head = [p for g in opt.head.adam.param_groups for p in g["params"]]
         compare_compiled_with_eager(opt._rl_total, head, rl_batch, fields_named(
             ("q1_loss", "q2_loss", "policy_loss", "temperature_loss", "td_abs")), seed=11)

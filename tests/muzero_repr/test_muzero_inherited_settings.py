@@ -1,4 +1,4 @@
-"""Every setting muzero_repr inherits from fast_sac and the off-policy base has an effect or is refused.
+"""Every setting muzero_repr inherits from the SAC head (fast_sac's settings) and the off-policy base has an effect or is refused.
 
 Effects are checked by running the same update twice from the same seeds, with one field changed: the
 parameters, temperatures, target critics or replay priorities afterwards must differ.  A field that was
@@ -12,9 +12,9 @@ import torch
 from mlagents.trainers.exception import TrainerConfigError
 
 from mlagents_plugins.common.fast_kernels import onednn_fp32_matmul_available
-from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
+from mlagents_plugins.sac.settings import SACHeadSettings
 from tests.builders import behavior_spec
 
 from .muzero_helpers import fill, make_trainer
@@ -48,7 +48,7 @@ SEPARATE = {"fast_cpu_matmul", "compile_update", "reward_signal_steps_per_update
 
 
 def _inherited_fields():
-    ours = {f.name for f in attr.fields(MuZeroReprSettings)} - {f.name for f in attr.fields(FastSACSettings)}
+    ours = {f.name for f in attr.fields(MuZeroReprSettings)} - {f.name for f in attr.fields(SACHeadSettings)}
     compat = {f.name for f in attr.fields(OffPolicyBaseSettings) if f.metadata}  # built-in ppo names, refused
     return {f.name for f in attr.fields(MuZeroReprSettings)} - ours - compat
 
@@ -74,7 +74,7 @@ def _run(tmp_path, field, value, spec_kw, extra, seed=0):
     trainer.update_once()
     opt = trainer.optimizer
     state = [p.detach().clone() for p in opt.actor.parameters()]
-    for module in (opt.q_net, opt.target_q, opt.temperatures, opt.model):
+    for module in (opt.head.q_net, opt.head.q_target, opt.head.temperatures, opt.model):
         state += [p.detach().clone() for p in module.parameters()]
     if trainer.replay.prioritized:
         state.append(torch.as_tensor(trainer.replay.priorities.priorities(np.arange(trainer.replay.size))))
@@ -100,8 +100,8 @@ def test_actor_min_q_selects_the_actors_critic_objective(tmp_path, monkeypatch):
         fill(trainer, spec, np.random.default_rng(0))
         opt = trainer.optimizer
         calls = []
-        real = opt.q_net.frozen
-        monkeypatch.setattr(opt.q_net, "frozen",
+        real = opt.head.q_net.frozen
+        monkeypatch.setattr(opt.head.q_net, "frozen",
                             lambda s, a, first_only: calls.append(first_only) or real(s, a, first_only))
         opt.update_rl(trainer.sample_rl_batch())
         assert calls == [want_first_only], value
@@ -110,15 +110,15 @@ def test_actor_min_q_selects_the_actors_critic_objective(tmp_path, monkeypatch):
 def test_fast_cpu_matmul_chooses_the_kernel_of_both_updates(tmp_path):
     spec = behavior_spec(((4,),), 2, ())
     off = make_trainer(spec, tmp_path / "off", fast_cpu_matmul=False)
-    assert not off.optimizer.rl_matmul.active and not off.optimizer.model_matmul.active
-    assert off.optimizer.rl_matmul.use_onednn is False and off.optimizer.model_matmul.use_onednn is False
+    assert not off.optimizer.head.matmul_kernels.active and not off.optimizer.model_matmul.active
+    assert off.optimizer.head.matmul_kernels.use_onednn is False and off.optimizer.model_matmul.use_onednn is False
     on = make_trainer(spec, tmp_path / "on", fast_cpu_matmul=True)
     available = onednn_fp32_matmul_available() and on.optimizer.device.type == "cpu"
-    assert on.optimizer.rl_matmul.active == available and on.optimizer.model_matmul.active == available
+    assert on.optimizer.head.matmul_kernels.active == available and on.optimizer.model_matmul.active == available
     fill(on, spec, np.random.default_rng(0))
     on.update_once()
     if available:  # each update ran inside its chooser's scope (being timed against the other kernel)
-        assert on.optimizer.rl_matmul.calls == 1 and on.optimizer.model_matmul.calls == 1
+        assert on.optimizer.head.matmul_kernels.calls == 1 and on.optimizer.model_matmul.calls == 1
 
 
 def test_learning_rate_schedule_anneals_both_learning_rates(tmp_path):
@@ -131,7 +131,7 @@ def test_learning_rate_schedule_anneals_both_learning_rates(tmp_path):
     trainer.update_once()
     opt = trainer.optimizer
     # linear to 1e-10 at max_steps: 3/4 of the way left
-    assert all(g["lr"] == pytest.approx(0.75 * 4e-4 + 0.25 * 1e-10, rel=1e-6) for g in opt.rl_opt.param_groups)
+    assert all(g["lr"] == pytest.approx(0.75 * 4e-4 + 0.25 * 1e-10, rel=1e-6) for g in opt.head.adam.param_groups)
     assert all(g["lr"] == pytest.approx(0.75 * 2e-3 + 0.25 * 1e-10, rel=1e-6) for g in opt.model_opt.param_groups)
 
 
@@ -144,7 +144,7 @@ def test_compile_update_chooses_eager_or_compiled_updates(tmp_path, monkeypatch)
     for spec, value, mode in ((vector, None, "compiled"), (camera, None, "eager"), (vector, False, "eager"),
                               (camera, True, "compiled")):
         opt = make_trainer(spec, tmp_path / f"{mode}{value}", compile_update=value).optimizer
-        assert (opt.model_step.mode, opt.rl_step.mode) == (mode, mode), (spec, value)
+        assert (opt.model_step.mode, opt.head.loss_step.mode) == (mode, mode), (spec, value)
 
 
 def test_reward_signal_steps_per_update_is_refused_unless_it_equals_steps_per_update():

@@ -8,7 +8,8 @@ import torch
 
 from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr import optimizer as O
-from mlagents_plugins.fast_sac import optimizer as SO
+from mlagents_plugins.sac import head as sac_head
+from mlagents_plugins.sac import losses as sac_losses
 
 from .muzero_helpers import fill, make_trainer, muzero_reward
 from tests.builders import behavior_spec, trajectory
@@ -33,7 +34,7 @@ def test_updates_run_and_report_stats(tmp_path, obs_shapes, cont, branches):
     for key in (O.STAT_MODEL_LOSS, O.STAT_VALUE_LOSS.format(k=0), O.STAT_VALUE_LOSS.format(k=3),
                 O.STAT_REWARD_LOSS.format(k=1), O.STAT_REWARD_LOSS.format(k=3), O.STAT_POLICY_LOSS.format(k=0),
                 O.STAT_CONSISTENCY_LOSS.format(k=1), O.STAT_GAME_OVER_LOSS, O.STAT_LATENT_NORM.format(k=2),
-                SO.STAT_Q1_LOSS, SO.STAT_POLICY_LOSS, SO.STAT_Q_ABS, SO.STAT_ENTCOEF):
+                sac_head.STAT_Q1_LOSS, sac_head.STAT_POLICY_LOSS, sac_head.STAT_Q_ABS, sac_head.STAT_ENTCOEF):
         assert key in stats and np.isfinite(stats[key]), key
 
 
@@ -60,11 +61,11 @@ def test_model_update_trains_shared_representation_not_rl_head(tmp_path):
     assert opt.model.representation is opt.actor.representation
     repr_before = _params(opt.actor.representation)
     head_before = _params(opt.actor.network_body.head)
-    q_before = _params(opt.q_net)
+    q_before = _params(opt.head.q_net)
     opt.update_model(trainer.sample_model_batch())
     assert any(_changed(repr_before, opt.actor.representation))
     assert not any(_changed(head_before, opt.actor.network_body.head))
-    assert not any(_changed(q_before, opt.q_net))
+    assert not any(_changed(q_before, opt.head.q_net))
 
 
 def test_prioritized_model_update_writes_value_error_priorities(tmp_path):
@@ -149,14 +150,14 @@ def test_rl_temperature_target_is_mask_aware(tmp_path, monkeypatch):
             steps.append(exp._replace(action_mask=mask))
         trainer._process_trajectory(traj._replace(steps=steps))
     seen = {}
-    real = O.sac_losses.temperature_loss
+    real = sac_losses.temperature_loss
 
     def spy(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches):
         seen["target"] = torch.as_tensor(target_disc).clone()
         seen["lp_d"] = lp_d.detach().clone()
         return real(log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_cont, target_disc, branches)
 
-    monkeypatch.setattr(O.sac_losses, "temperature_loss", spy)
+    monkeypatch.setattr(sac_losses, "temperature_loss", spy)
     trainer.optimizer.update_rl(trainer.sample_rl_batch())
     target = seen["target"]
     assert target.shape == (16, 2)
@@ -176,13 +177,13 @@ def test_actor_loss_never_reaches_representation(tmp_path, monkeypatch):
     trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=True)
     fill(trainer, spec, np.random.default_rng(4))
     opt = trainer.optimizer
-    real = O.sac_losses.twin_q_loss
+    real = sac_losses.twin_q_loss
 
     def critic_off(q1, q2, y, *args, **kwargs):
         l1, l2, td = real(q1, q2, y, *args, **kwargs)
         return l1 * 0.0, l2 * 0.0, td
 
-    monkeypatch.setattr(O.sac_losses, "twin_q_loss", critic_off)
+    monkeypatch.setattr(sac_losses, "twin_q_loss", critic_off)
     repr_before = _params(opt.actor.representation)
     head_before = _params(opt.actor.network_body.head)
     opt.update_rl(trainer.sample_rl_batch())
@@ -202,7 +203,7 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
     pri[favoured] = [1.0, 3.0]
     trainer.replay.update_priorities(np.arange(rows), pri)
     seen = {}
-    real_window, real_loss = muzero_batch.window_batch, O.sac_losses.twin_q_loss
+    real_window, real_loss = muzero_batch.window_batch, sac_losses.twin_q_loss
 
     def spy_window(replay, starts, *args):
         seen["starts"] = np.array(starts)
@@ -213,7 +214,7 @@ def test_rl_head_samples_by_model_priorities_with_importance_weights(tmp_path, m
         return real_loss(q1, q2, y, weights)
 
     monkeypatch.setattr(muzero_batch, "window_batch", spy_window)
-    monkeypatch.setattr(O.sac_losses, "twin_q_loss", spy_loss)
+    monkeypatch.setattr(sac_losses, "twin_q_loss", spy_loss)
     trainer.optimizer.update_rl(trainer.sample_rl_batch(np.random.default_rng(0), per_beta=0.8))
     starts = seen["starts"]
     assert set(starts.tolist()) <= set(favoured.tolist()) and len(set(starts.tolist())) == 2

@@ -8,9 +8,9 @@ from mlagents.torch_utils import nn
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.settings import TrainerSettings
 
-from mlagents_plugins.fast_sac.optimizer import SACBatch
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.fast_sac.trainer import FastSACTrainer
+from mlagents_plugins.sac.batch import SACBatch
 
 from .muzero_helpers import fill, make_trainer
 from tests.builders import behavior_spec
@@ -97,22 +97,22 @@ def test_fast_sac_and_muzero_heads_give_equal_losses_and_gradients(tmp_path, con
                 for n, p in mz.actor.named_parameters() if p.requires_grad}
     fs_actor = {n: p for n, p in fs.policy.actor.named_parameters() if p.requires_grad}
     assert set(mz_actor) == set(fs_actor)
-    mz_q, fs_q = dict(mz.q_net.named_parameters()), dict(fs.q.named_parameters())
+    mz_q, fs_q = dict(mz.head.q_net.named_parameters()), dict(fs.head.q_net.named_parameters())
     assert set(mz_q) == set(fs_q)
     with torch.no_grad():
         for n, p in fs_actor.items():
             p.copy_(mz_actor[n])
-        fs.q.load_state_dict(mz.q_net.state_dict())
-        fs.q_target.load_state_dict(mz.target_q.state_dict())
-        for t in (fs.temperatures, mz.temperatures):  # distinct per branch, so a swapped branch shows
+        fs.head.q_net.load_state_dict(mz.head.q_net.state_dict())
+        fs.head.q_target.load_state_dict(mz.head.q_target.state_dict())
+        for t in (fs.head.temperatures, mz.head.temperatures):  # distinct per branch, so a swapped branch shows
             t.log_alpha_cont.fill_(-0.4)
             t.log_alpha_disc.copy_(torch.linspace(-1.2, 0.3, len(branches)))
     batch = _batch(spec, prioritized)
     names = sorted(fs_actor) + sorted(fs_q)
     outs, grads = [], []
     for out_fn, actor_params, q_params, temps in (
-        (fs.compute_losses, fs_actor, fs_q, fs.temperatures),
-        (mz.rl_losses, mz_actor, mz_q, mz.temperatures),
+        (fs.compute_losses, fs_actor, fs_q, fs.head.temperatures),
+        (mz.rl_losses, mz_actor, mz_q, mz.head.temperatures),
     ):
         torch.manual_seed(7)
         out = out_fn(batch)
@@ -146,8 +146,8 @@ def test_each_loss_reaches_only_its_parameters(tmp_path, cont, branches, rl_grad
     opt = trainer.optimizer
     rep = list(opt.actor.representation.parameters())
     head = opt.actor.head_parameters()
-    critic = list(opt.q_net.parameters())
-    temps = list(opt.temperatures.parameters())
+    critic = list(opt.head.q_net.parameters())
+    temps = list(opt.head.temperatures.parameters())
     dynamics = [p for n, p in opt.model.named_parameters() if not n.startswith("representation.")]
     out = opt.rl_losses(trainer.sample_rl_batch())
     for q_loss in (out.q1_loss, out.q2_loss):

@@ -34,12 +34,12 @@ def test_automatic_defaults_follow_the_observations_and_actions(tmp_path, rl_gra
     trainer = make_trainer(behavior_spec(shapes, cont=cont, branches=branches), tmp_path, rl_gradient_to_repr=rl_grad,
                            random_shift_pad=pad)
     specs = trainer.policy.behavior_spec.observation_specs
-    hp = trainer.muzero_settings
+    hp = trainer.hyperparameters
     assert (hp.repr_gets_rl_gradient(specs, trainer.policy.behavior_spec.action_spec), hp.shift_pad(specs)) == expected
     assert trainer.shift_pad == expected[1]  # what every replay batch is shifted by
     assert trainer.policy.actor.network_body.rl_gradient_to_repr is expected[0]
     h_params = {id(p) for p in trainer.policy.actor.representation.parameters()}
-    rl_params = {id(p) for g in trainer.optimizer.rl_opt.param_groups for p in g["params"]}
+    rl_params = {id(p) for g in trainer.optimizer.head.adam.param_groups for p in g["params"]}
     assert bool(h_params & rl_params) is expected[0]
 
 

@@ -7,7 +7,7 @@ import torch
 
 from mlagents_plugins.muzero_repr import losses as ML
 from mlagents_plugins.muzero_repr import optimizer as O
-from mlagents_plugins.fast_sac import optimizer as SO
+from mlagents_plugins.sac import head as sac_head
 
 from .muzero_helpers import fill, make_trainer
 from tests.builders import behavior_spec
@@ -24,7 +24,7 @@ def test_model_stats_equal_a_direct_computation(tmp_path):
     spec = behavior_spec(((4,),), 1, (2,))
     trainer = make_trainer(spec, tmp_path, num_unroll_steps=3, td_steps=4, support_size=3)
     fill(trainer, spec, np.random.default_rng(0), n_traj=8)
-    opt, hp = trainer.optimizer, trainer.optimizer.hp
+    opt, hp = trainer.optimizer, trainer.optimizer.hyperparameters
     K = hp.num_unroll_steps
     batch = trainer.sample_model_batch(np.random.default_rng(5))
     with torch.no_grad():
@@ -67,24 +67,24 @@ def test_sac_head_stats_equal_a_direct_computation(tmp_path):
     batch = trainer.sample_rl_batch(np.random.default_rng(6))
     with torch.no_grad():
         z = opt.actor.representation(batch.obs)
-        q1_all, q2_all = opt.q_net([z], batch.cont_actions)
+        q1_all, q2_all = opt.head.q_net([z], batch.cont_actions)
     a = batch.disc_actions[:, 0].numpy()
     q1 = np.array([q1_all[b, 0, a[b]].item() for b in range(len(a))], np.float64)  # one branch: its entry
     q2 = np.array([q2_all[b, 0, a[b]].item() for b in range(len(a))], np.float64)
     stats = opt.update_rl(batch)
-    _close(stats[SO.STAT_Q_ABS], np.abs(q1).mean(), "Q1 abs")
-    _close(stats[SO.STAT_Q_STD], q1.std(), "Q1 std")
-    _close(stats[SO.STAT_TWIN_GAP], np.abs(q1 - q2).mean(), "twin gap")
-    _close(stats[SO.STAT_Q_MEAN], q1.mean(), "Q mean")
-    alpha_c = float(opt.temperatures.log_alpha_cont.exp().item())  # after the step, as fast_sac reports
-    alpha_d = float(opt.temperatures.log_alpha_disc.exp().item())
+    _close(stats[sac_head.STAT_Q_ABS], np.abs(q1).mean(), "Q1 abs")
+    _close(stats[sac_head.STAT_Q_STD], q1.std(), "Q1 std")
+    _close(stats[sac_head.STAT_TWIN_GAP], np.abs(q1 - q2).mean(), "twin gap")
+    _close(stats[sac_head.STAT_Q_MEAN], q1.mean(), "Q mean")
+    alpha_c = float(opt.head.temperatures.log_alpha_cont.exp().item())  # after the step, as fast_sac reports
+    alpha_d = float(opt.head.temperatures.log_alpha_disc.exp().item())
     assert alpha_c != pytest.approx(0.3, abs=1e-9)  # the step moved it, so "before" would not match
-    _close(stats[SO.STAT_CONT_ENTCOEF], alpha_c, "alpha cont")
-    _close(stats[SO.STAT_DISC_ENTCOEF], alpha_d, "alpha disc")
-    _close(stats[SO.STAT_ENTCOEF], (alpha_c + alpha_d) / 2, "alpha mean")
-    _close(stats[SO.STAT_BRANCH_ENTCOEF.format(0)], alpha_d, "branch temperature, after the step as the others")
-    for key in (SO.STAT_Q1_LOSS, SO.STAT_Q2_LOSS, SO.STAT_POLICY_LOSS, SO.STAT_ENTCOEF_LOSS, SO.STAT_TARGET_MEAN,
-                SO.STAT_TARGET_DRIFT, SO.STAT_LR, SO.STAT_ENTROPY):
+    _close(stats[sac_head.STAT_CONT_ENTCOEF], alpha_c, "alpha cont")
+    _close(stats[sac_head.STAT_DISC_ENTCOEF], alpha_d, "alpha disc")
+    _close(stats[sac_head.STAT_ENTCOEF], (alpha_c + alpha_d) / 2, "alpha mean")
+    _close(stats[sac_head.STAT_BRANCH_ENTCOEF.format(0)], alpha_d, "branch temperature, after the step as the others")
+    for key in (sac_head.STAT_Q1_LOSS, sac_head.STAT_Q2_LOSS, sac_head.STAT_POLICY_LOSS, sac_head.STAT_ENTCOEF_LOSS, sac_head.STAT_TARGET_MEAN,
+                sac_head.STAT_TARGET_DRIFT, sac_head.STAT_LR, sac_head.STAT_ENTROPY):
         assert np.isfinite(stats[key]), key
 
 
@@ -98,6 +98,6 @@ def test_stats_reach_the_summaries(tmp_path):
     trainer._step = 5
     assert trainer._update_policy()
     summary = reporter.get_stats_summaries
-    for key in (SO.STAT_Q_ABS, SO.STAT_ENTCOEF, O.STAT_VALUE_LOSS.format(k=1), O.STAT_LATENT_NORM.format(k=0),
+    for key in (sac_head.STAT_Q_ABS, sac_head.STAT_ENTCOEF, O.STAT_VALUE_LOSS.format(k=1), O.STAT_LATENT_NORM.format(k=0),
                 O.STAT_LATENT_STD, O.STAT_VALUE_TARGET_MIN, O.STAT_VALUE_TARGET_MAX, O.STAT_VALUE_PREDICTION):
         assert summary(key).num > 0, key

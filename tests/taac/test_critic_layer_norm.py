@@ -24,20 +24,20 @@ def _q(critic, seed=3):
 @pytest.mark.parametrize("on", [True, False])
 def test_the_setting_reaches_online_and_target_critics(tmp_path, on):
     opt = _optimizer(tmp_path, critic_layer_norm=on)
-    assert opt.q_networks.layer_norm is on and opt.target_critic.layer_norm is on
-    assert opt.q_networks is opt.policy.actor.critic  # the exported actor's own critics
-    assert len(opt.q_networks._normed) == 2
-    assert all(a is not b for a, b in zip(opt.q_networks._normed, opt.target_critic._normed))
+    assert opt.q_net.layer_norm is on and opt.q_target.layer_norm is on
+    assert opt.q_net is opt.policy.actor.critic  # the exported actor's own critics
+    assert len(opt.q_net._normed) == 2
+    assert all(a is not b for a, b in zip(opt.q_net._normed, opt.q_target._normed))
 
 
 def test_default_is_on(tmp_path):
-    assert _optimizer(tmp_path).q_networks.layer_norm is True
+    assert _optimizer(tmp_path).q_net.layer_norm is True
 
 
 def test_a_taac_checkpoint_from_before_the_setting_loads_without_layer_norm(tmp_path):
-    old = _optimizer(tmp_path / "a", critic_layer_norm=False).q_networks
+    old = _optimizer(tmp_path / "a", critic_layer_norm=False).q_net
     state = {k: v for k, v in old.state_dict().items() if not k.endswith("_extra_state")}
-    new = _optimizer(tmp_path / "b", critic_layer_norm=True).q_networks
+    new = _optimizer(tmp_path / "b", critic_layer_norm=True).q_net
     missing, unexpected = new.load_state_dict(state, strict=False)  # as ML-Agents' TorchModelSaver loads
     assert missing == ["_extra_state"] and not unexpected
     assert not new.layer_norm
@@ -46,8 +46,8 @@ def test_a_taac_checkpoint_from_before_the_setting_loads_without_layer_norm(tmp_
 
 @pytest.mark.parametrize("saved_on", [True, False])
 def test_the_checkpoint_decides_over_the_setting(tmp_path, saved_on):
-    saved = _optimizer(tmp_path / "a", critic_layer_norm=saved_on).q_networks
-    resumed = _optimizer(tmp_path / "b", critic_layer_norm=not saved_on).q_networks
+    saved = _optimizer(tmp_path / "a", critic_layer_norm=saved_on).q_net
+    resumed = _optimizer(tmp_path / "b", critic_layer_norm=not saved_on).q_net
     resumed.load_state_dict(saved.state_dict())
     assert resumed.layer_norm is saved_on
     assert torch.equal(_q(saved), _q(resumed))

@@ -31,7 +31,7 @@ def wired_trainer(tmp_path, load, seed):
 
 
 def target_params(opt):
-    return [p.detach().clone() for p in opt.target_critic.parameters()]
+    return [p.detach().clone() for p in opt.q_target.parameters()]
 
 
 def test_checkpoint_round_trip_restores_update_counter_and_first_tau_rng(tmp_path):

@@ -88,7 +88,7 @@ def test_optimizer_update_moves_every_part_and_polyak_target(tmp_path):
     opt = trainer.create_optimizer()
     actor = trainer.policy.actor
     before = {k: v.clone() for k, v in actor.state_dict().items()}
-    target_before = [p.clone() for p in opt.target_critic.parameters()]
+    target_before = [p.clone() for p in opt.q_target.parameters()]
     out = opt.update(synthetic_batch(trainer))
     for key in (stats.CRITIC_LOSS, stats.ACTOR_LOSS, stats.KEEP_PROBABILITY, stats.SWITCH_TEMPERATURE):
         assert np.isfinite(out[key])
@@ -97,7 +97,7 @@ def test_optimizer_update_moves_every_part_and_polyak_target(tmp_path):
     assert changed("network_body") and changed("distribution") and changed("critic.replicas.0") and changed("critic.replicas.1")
     assert not torch.equal(before["log_alpha_action"], after["log_alpha_action"])
     assert not torch.equal(before["log_alpha_switch"], after["log_alpha_switch"])
-    for p_old, p_t, p_on in zip(target_before, opt.target_critic.parameters(), opt.critic.parameters()):
+    for p_old, p_t, p_on in zip(target_before, opt.q_target.parameters(), opt.critic.parameters()):
         torch.testing.assert_close(p_t, 0.75 * p_old + 0.25 * p_on)
 
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from mlagents_plugins.fast_sac import losses as L
+from mlagents_plugins.sac import losses
 
 B, N, C, BRANCHES = 4, 2, 2, (3, 2)
 A = sum(BRANCHES)
@@ -38,7 +38,7 @@ def _kwargs(**override):
 
 
 def test_well_formed_inputs_give_finite_losses():
-    out = L.sac_losses(_actor, _critic, _frozen, _critic, **_kwargs())
+    out = losses.sac_losses(_actor, _critic, _frozen, _critic, **_kwargs())
     assert all(torch.isfinite(getattr(out, f)).all() for f in out._fields)
 
 
@@ -54,7 +54,7 @@ def test_well_formed_inputs_give_finite_losses():
 ])
 def test_wrong_input_shape_names_the_argument(name, value):
     with pytest.raises(ValueError, match=name):
-        L.sac_losses(_actor, _critic, _frozen, _critic, **_kwargs(**{name: value}))
+        losses.sac_losses(_actor, _critic, _frozen, _critic, **_kwargs(**{name: value}))
 
 
 def test_wrong_callable_output_names_the_callable():
@@ -62,14 +62,14 @@ def test_wrong_callable_output_names_the_callable():
         return torch.ones(B, 1, A - 1), torch.ones(B, 1, A - 1)
 
     with pytest.raises(ValueError, match=r"target_critic\(s_t\) Q1"):
-        L.sac_losses(_actor, _critic, _frozen, short_critic, **_kwargs())
+        losses.sac_losses(_actor, _critic, _frozen, short_critic, **_kwargs())
 
     def no_disc_actor(state, mask):
         cont, lp_c, _ = _actor(state, mask)
         return cont, lp_c, None
 
     with pytest.raises(ValueError, match=r"actor\(s_t\) must return discrete log-probabilities"):
-        L.sac_losses(no_disc_actor, _critic, _frozen, _critic, **_kwargs())
+        losses.sac_losses(no_disc_actor, _critic, _frozen, _critic, **_kwargs())
 
 
 def test_entropy_reward_false_bootstraps_the_expected_q_alone():
@@ -86,9 +86,9 @@ def test_entropy_reward_false_bootstraps_the_expected_q_alone():
     for log_alpha in (0.0, 1.3):
         kw = _kwargs(log_alpha_cont=torch.full((1,), log_alpha, requires_grad=True),
                      log_alpha_disc=torch.tensor([log_alpha, -log_alpha], requires_grad=True))
-        plain = L.sac_losses(actor, _critic, _frozen, _critic, entropy_reward=False, **kw)
+        plain = losses.sac_losses(actor, _critic, _frozen, _critic, entropy_reward=False, **kw)
         assert abs(plain.q1_loss.item() - expected) < 1e-6
-        soft = L.sac_losses(actor, _critic, _frozen, _critic, **kw)
+        soft = losses.sac_losses(actor, _critic, _frozen, _critic, **kw)
         assert abs(soft.q1_loss.item() - expected) > 1e-3
         # The actor and temperature losses keep the entropy terms either way.
         assert torch.allclose(plain.policy_loss, soft.policy_loss)

@@ -1,4 +1,4 @@
-"""Critic modules of fast_sac: twin Q networks from ML-Agents' ``ValueNetwork`` bodies, temperatures, Polyak.
+"""Networks of the SAC head: twin Q networks from ML-Agents' ``ValueNetwork`` bodies, temperatures, Polyak.
 
 The Q networks reuse ML-Agents' ``NetworkBody`` so every observation kind (vector, visual with any
 ``vis_encode_type``, variable-length/attention, goal-conditioning) and ``normalize`` works exactly as in the
@@ -21,7 +21,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents_plugins.common.critic_norm import LayerNormedCritics
 from mlagents_plugins.common.tensor_utils import call_frozen
-from mlagents_plugins.fast_sac import losses
+from mlagents_plugins.sac import losses
 
 logger = logging_util.get_logger(__name__)
 

@@ -1,4 +1,5 @@
-"""Pure tensor math of fast_sac: n-step targets, soft state values, twin-Q, policy and temperature losses.
+"""Pure tensor math of the SAC head (fast_sac, muzero_repr's RL head): n-step targets, soft state values, twin-Q,
+policy and temperature losses.
 
 Every function takes and returns plain tensors, checks the shapes it is given, and touches no module state,
 so the tests can compare each against a naive loop.  Shape letters:

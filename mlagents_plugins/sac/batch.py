@@ -1,24 +1,38 @@
-"""Replay rows -> ``SACBatch``: start rows (uniform or prioritized) and n-step windows, shared by fast_sac and
-muzero_repr's SAC head so both feed ``losses.sac_losses`` the same tensors from the same rows.
+"""Replay rows -> ``SACBatch``, the SAC head's typed batch: start rows (uniform or prioritized) and n-step windows,
+shared by fast_sac and muzero_repr's SAC head so both feed ``losses.sac_losses`` the same tensors from the same rows.
 
 A window starts at a sampled row and takes the next ``n - 1`` rows of the same stored segment
 (``ReplayBuffer.sequence_indices``); its bootstrap observation is the ``next_obs`` of its last valid row, so
 a time-out bootstraps from the real final observation and a chunk end from the chunk's ``next_obs``.
 """
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from mlagents.torch_utils import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from mlagents_plugins.common.tensor_utils import stream_discounts
-from mlagents_plugins.fast_sac.optimizer import SACBatch
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.prioritized import importance_weights
 
 #: ``stream_rewards(idx [B, N], window rows) -> [B, N, S]`` float32 rewards per stream, strength applied.
 StreamRewards = Callable[[np.ndarray, Dict[str, np.ndarray]], np.ndarray]
+
+
+class SACBatch(NamedTuple):
+    """One minibatch on the training device. ``B`` rows, ``N`` n-step window, ``S`` reward streams."""
+
+    obs: List[torch.Tensor]  # observations at t, each [B, ...]
+    next_obs: List[torch.Tensor]  # observations after the window's last valid step, each [B, ...]
+    cont_actions: Optional[torch.Tensor]  # [B, C] taken continuous actions (tanh-squashed)
+    disc_actions: Optional[torch.Tensor]  # [B, K] taken discrete actions (long)
+    action_mask: Optional[torch.Tensor]  # [B, A] 1 = allowed, at t
+    next_action_mask: Optional[torch.Tensor]  # [B, A] at the bootstrap observation
+    r_t: torch.Tensor  # [B, N, S] rewards per stream (strength applied)
+    discount_t: torch.Tensor  # [B, N, S] gamma_s * (1 - terminal) (terminal ignored for ignore_done streams)
+    valid_t: torch.Tensor  # [B, N] bool, step belongs to the start row's segment
+    weights: Optional[torch.Tensor]  # [B] PER importance weights or None
 
 
 def annealed_per_beta(per_beta: float, step: int, max_steps: int) -> float:

@@ -1,11 +1,11 @@
-"""fast_sac loss math against naive Python-loop references on asymmetric inputs."""
+"""SAC head loss math (fast_sac, muzero_repr's RL head) against naive Python-loop references on asymmetric inputs."""
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from mlagents_plugins.fast_sac import losses as L
+from mlagents_plugins.sac import losses
 
 
 def naive_n_step(r, terminal, valid, gammas, v_t):
@@ -43,7 +43,7 @@ def test_n_step_targets_match_naive_loop_with_terminals_timeouts_and_segment_end
     # row 5: time-out on the last step = interruption, terminal False -> bootstraps
     v_t = rng.normal(size=(B, S))
     discount = np.stack([g * (1.0 - terminal) for g in gammas], axis=-1)
-    y, d = L.n_step_targets(
+    y, d = losses.n_step_targets(
         torch.tensor(r), torch.tensor(discount), torch.tensor(valid), torch.tensor(v_t)
     )
     y_ref, d_ref = naive_n_step(r, terminal, valid, gammas, v_t)
@@ -57,16 +57,16 @@ def test_n_step_targets_match_naive_loop_with_terminals_timeouts_and_segment_end
 
 def test_n_step_targets_shape_errors_name_the_argument():
     with pytest.raises(ValueError, match="discount_t"):
-        L.n_step_targets(torch.zeros(2, 3, 1), torch.zeros(2, 3, 2), torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, 1))
+        losses.n_step_targets(torch.zeros(2, 3, 1), torch.zeros(2, 3, 2), torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, 1))
     with pytest.raises(ValueError, match="v_t"):
-        L.n_step_targets(torch.zeros(2, 3, 1), torch.zeros(2, 3, 1), torch.ones(2, 3, dtype=torch.bool), torch.zeros(3, 1))
+        losses.n_step_targets(torch.zeros(2, 3, 1), torch.zeros(2, 3, 1), torch.ones(2, 3, dtype=torch.bool), torch.zeros(3, 1))
 
 
 def test_condense_q_picks_each_branch_entry_and_averages():
     branches = [2, 3]
     q = torch.arange(2 * 2 * 5, dtype=torch.float64).reshape(2, 2, 5) ** 1.5
     acts = torch.tensor([[1, 0], [0, 2]])
-    out = L.condense_q(q, acts, branches)
+    out = losses.condense_q(q, acts, branches)
     for b in range(2):
         for s in range(2):
             ref = (q[b, s, acts[b, 0]] + q[b, s, 2 + acts[b, 1]]) / 2
@@ -114,10 +114,10 @@ def test_soft_value_and_policy_loss_match_naive(kind):
     lp_d = _disc_log_probs(rng, B, branches) if branches else None
     a_c, a_d = 0.3, [0.7, 0.05][: len(branches)]
     t = lambda x: None if x is None else torch.tensor(x)  # noqa: E731
-    v = L.soft_value(t(q), t(lp_c), t(lp_d), torch.tensor(a_c, dtype=torch.float64), torch.tensor(a_d, dtype=torch.float64), branches)
+    v = losses.soft_value(t(q), t(lp_c), t(lp_d), torch.tensor(a_c, dtype=torch.float64), torch.tensor(a_d, dtype=torch.float64), branches)
     ref = naive_soft_value(q, lp_c, lp_d, a_c, a_d, branches)
     np.testing.assert_allclose(v.numpy(), ref, rtol=1e-10)
-    pl = L.policy_loss(t(q), t(lp_c), t(lp_d), torch.tensor(a_c, dtype=torch.float64), torch.tensor(a_d, dtype=torch.float64), branches)
+    pl = losses.policy_loss(t(q), t(lp_c), t(lp_d), torch.tensor(a_c, dtype=torch.float64), torch.tensor(a_d, dtype=torch.float64), branches)
     assert pl.item() == pytest.approx(-ref.mean())
 
 
@@ -126,7 +126,7 @@ def test_twin_q_loss_matches_naive_and_weights_apply():
     B, S = 4, 3
     q1, q2, y = (rng.normal(size=(B, S)) for _ in range(3))
     w = np.array([0.1, 1.0, 2.0, 0.5])
-    l1, l2, td = L.twin_q_loss(torch.tensor(q1), torch.tensor(q2), torch.tensor(y), torch.tensor(w))
+    l1, l2, td = losses.twin_q_loss(torch.tensor(q1), torch.tensor(q2), torch.tensor(y), torch.tensor(w))
     ref1 = sum(w[b] * sum((q1[b, s] - y[b, s]) ** 2 for s in range(S)) / S for b in range(B)) / B * 0.5
     ref2 = sum(w[b] * sum((q2[b, s] - y[b, s]) ** 2 for s in range(S)) / S for b in range(B)) / B * 0.5
     assert l1.item() == pytest.approx(ref1)
@@ -140,7 +140,7 @@ def test_twin_q_loss_sends_no_gradient_to_target():
     q1 = torch.randn(3, 1, requires_grad=True)
     q2 = torch.randn(3, 1, requires_grad=True)
     y = torch.randn(3, 1, requires_grad=True)
-    l1, l2, _ = L.twin_q_loss(q1, q2, y)
+    l1, l2, _ = losses.twin_q_loss(q1, q2, y)
     (l1 + l2).backward()
     assert y.grad is None
     assert q1.grad is not None and q2.grad is not None
@@ -154,7 +154,7 @@ def test_temperature_loss_matches_naive_and_moves_only_alpha():
     la_c = torch.tensor([0.2], dtype=torch.float64, requires_grad=True)
     la_d = torch.tensor([-0.5, 0.3], dtype=torch.float64, requires_grad=True)
     tgt_c, tgt_d = -2.0, [0.1, 0.25]
-    loss = L.temperature_loss(la_c, la_d, lp_c, lp_d, tgt_c, tgt_d, branches)
+    loss = losses.temperature_loss(la_c, la_d, lp_c, lp_d, tgt_c, tgt_d, branches)
     lpd = lp_d.detach().numpy()
     ref = 0.0
     for k, (off, n) in enumerate([(0, 2), (2, 4)]):
@@ -165,25 +165,25 @@ def test_temperature_loss_matches_naive_and_moves_only_alpha():
     assert lp_c.grad is None and lp_d.grad is None
     # too little entropy (log pi large) must push log_alpha up: gradient negative
     la = torch.zeros(1, requires_grad=True)
-    L.temperature_loss(la, torch.zeros(0), torch.full((4,), 5.0), None, -1.0, [], []).backward()
+    losses.temperature_loss(la, torch.zeros(0), torch.full((4,), 5.0), None, -1.0, [], []).backward()
     assert la.grad.item() < 0
 
 
 def test_per_priorities():
     td = torch.tensor([0.0, 1.0, 4.0])
-    np.testing.assert_allclose(L.per_priorities(td, 0.5, eps=0.0).numpy(), [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(losses.per_priorities(td, 0.5, eps=0.0).numpy(), [0.0, 1.0, 2.0])
 
 
 def test_masked_target_entropy_scales_with_allowed_actions_and_accepts_per_sample_targets():
     branches = [3, 2]
     mask = torch.tensor([[1, 1, 1, 1, 1], [0, 1, 0, 1, 0], [1, 0, 1, 1, 1]], dtype=torch.float32)
-    t = L.masked_target_entropy(mask, branches, 0.5)
+    t = losses.masked_target_entropy(mask, branches, 0.5)
     ref = [[0.5 * math.log(3), 0.5 * math.log(2)], [0.0, 0.0], [0.5 * math.log(2), 0.5 * math.log(2)]]
     np.testing.assert_allclose(t.numpy(), ref, rtol=1e-6)
     rng = np.random.default_rng(2)
     lp_d = torch.tensor(_disc_log_probs(rng, 3, branches), dtype=torch.float32)
     la_d = torch.tensor([0.1, -0.2], requires_grad=True)
-    loss = L.temperature_loss(torch.zeros(1), la_d, None, lp_d, 0.0, t, branches)
+    loss = losses.temperature_loss(torch.zeros(1), la_d, None, lp_d, 0.0, t, branches)
     lpd = lp_d.numpy()
     ref_loss = 0.0
     for k, (off, n) in enumerate([(0, 3), (3, 2)]):
@@ -196,7 +196,7 @@ def test_tanh_gaussian_sample_against_scalar_formula():
     mu = torch.tensor([[0.3, -1.2, 2.5], [-0.7, 0.05, -3.0]])
     log_sigma = torch.tensor([[-0.5, 0.4, -2.0], [1.1, -0.1, 0.0]])
     noise = torch.tensor([[1.3, -0.2, 0.9], [-2.1, 0.6, 0.35]])
-    a, logp = L.tanh_gaussian_sample(mu, log_sigma, noise)
+    a, logp = losses.tanh_gaussian_sample(mu, log_sigma, noise)
     for b in range(2):
         total = 0.0
         for d in range(3):
@@ -212,7 +212,7 @@ def test_tanh_gaussian_sample_against_scalar_formula():
 
 def test_tanh_gaussian_sample_is_finite_where_tanh_saturates():
     mu = torch.tensor([[12.0, -15.0]])
-    a, logp = L.tanh_gaussian_sample(mu, torch.zeros(1, 2), torch.zeros(1, 2))
+    a, logp = losses.tanh_gaussian_sample(mu, torch.zeros(1, 2), torch.zeros(1, 2))
     assert torch.isfinite(logp).all()
     # log(1 - tanh(u)^2) ~ log 4 - 2|u| for large |u|
     expected = 2 * (-0.5 * math.log(2 * math.pi)) - (math.log(4) - 24.0) - (math.log(4) - 30.0)
@@ -221,4 +221,4 @@ def test_tanh_gaussian_sample_is_finite_where_tanh_saturates():
 
 def test_tanh_gaussian_sample_checks_shapes():
     with pytest.raises(ValueError, match="log_sigma"):
-        L.tanh_gaussian_sample(torch.zeros(4, 2), torch.zeros(4, 3), torch.zeros(4, 2))
+        losses.tanh_gaussian_sample(torch.zeros(4, 2), torch.zeros(4, 3), torch.zeros(4, 2))

@@ -1,0 +1,195 @@
+"""``SACHead``: the optimizer core fast_sac and muzero_repr share - one fused SAC gradient step on a typed,
+already-on-device ``SACBatch``.
+
+The head owns the twin Q networks (``q_net``) and their Polyak-averaged copy (``q_target``), the temperatures,
+one Adam over three parameter groups (the actor's, the critics', the temperatures'; plus one the optimizer adds,
+e.g. muzero_repr's representation), the fp32 matmul kernel chooser (``fast_cpu_matmul``) and the compiled loss step
+(``compile_update``).  The optimizer that builds it supplies the actor (an ``ActorFn``: the policy at a state), the
+states the losses see (observations for fast_sac, the latent for muzero_repr) and the checkpoint keys.
+
+Per update: one actor pass at ``s`` (with gradient) and one at ``s'`` (no gradient), one target-critic pass,
+one online twin-Q pass at the taken actions and one at the actor's actions (critic weights frozen there, so the
+actor loss moves only the actor; with discrete-only actions Q(s, .) does not depend on the actor and the first
+pass's detached values are reused), then a *single* backward of ``critic + actor + temperature`` losses, a single
+(fused) Adam step and one fused Polyak update.  On CPU the update's matmuls use oneDNN's fp32 kernel where it is
+exact and, timed on the first updates, faster (``mlagents_plugins/common/fast_kernels.py``), the networks use a
+fused Swish, and for vector observations the forward passes and losses run through ``torch.compile``
+(``mlagents_plugins/common/compiled_step.py``), which fuses their elementwise ops.
+"""
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from mlagents.torch_utils import nn, torch
+from mlagents.trainers.settings import NetworkSettings
+from mlagents.trainers.torch_entities.utils import ModelUtils
+from mlagents_envs.base_env import ActionSpec, ObservationSpec
+
+from mlagents_plugins.common.compiled_step import CompiledStep
+from mlagents_plugins.common.fast_kernels import (
+    MatmulKernelChooser,
+    fuse_swish_,
+    fused_adam_kwargs,
+)
+from mlagents_plugins.common.tensor_utils import polyak_update_
+from mlagents_plugins.sac import losses
+from mlagents_plugins.sac.batch import SACBatch
+from mlagents_plugins.sac.losses import SACLosses
+from mlagents_plugins.sac.networks import Temperatures, TwinQ
+from mlagents_plugins.sac.settings import SACHeadSettings
+
+STAT_POLICY_LOSS = "Losses/Policy Loss"
+STAT_Q1_LOSS = "Losses/Q1 Loss"
+STAT_Q2_LOSS = "Losses/Q2 Loss"
+STAT_ENTCOEF_LOSS = "Losses/Entropy Coefficient Loss"
+STAT_ENTCOEF = "Policy/Entropy Coefficient"
+STAT_CONT_ENTCOEF = "Policy/Continuous Entropy Coeff"
+STAT_DISC_ENTCOEF = "Policy/Discrete Entropy Coeff"
+STAT_LR = "Policy/Learning Rate"
+STAT_Q_MEAN = "Policy/Q Mean"
+STAT_ENTROPY = "Policy/Entropy"
+# Early warnings of a critic that drifts away from what the policy earns (issue #14, docs/fast_sac.md).
+STAT_BRANCH_ENTROPY = "Policy/Entropy Branch {}"  # per discrete branch, in nats
+STAT_BRANCH_ENTCOEF = "Policy/Discrete Entropy Coeff Branch {}"  # per discrete branch temperature
+STAT_Q_ABS = "Q/Q1 Abs Mean"  # mean |Q1| of the taken actions
+STAT_Q_STD = "Q/Q1 Std"  # spread of Q1 over the batch
+STAT_TWIN_GAP = "Q/Twin Gap"  # mean |Q1 - Q2| of the taken actions
+STAT_TARGET_MEAN = "Q/Target Mean"  # mean TD target
+STAT_TARGET_DRIFT = "Q/Target Drift"  # mean (target - Q1): where the targets pull the critic, signed
+# Discrete only: how far E_pi of the critics' entrywise minimum lies below the minimum of their expectations
+# (>= 0); grows when the two critics split Q(s, a) into per-branch heads differently.
+STAT_BRANCH_MIN_BIAS = "Q/Branch Min Bias"
+
+#: ``loss_fn(batch) -> (the loss to differentiate, SACLosses)``: what the compiled step runs.
+LossFn = Callable[[SACBatch], Tuple[torch.Tensor, SACLosses]]
+
+
+class SACHead:
+    """Twin Q + target copy, temperatures, one Adam, kernel chooser and compiled step of one behavior's SAC update.
+
+    :param hp: the SAC head's settings (``fast_sac``'s, or ``muzero_repr``'s which extend them).
+    :param stream_names: reward streams, one Q output per stream; ``critic_observation_specs`` and
+        ``critic_network_settings`` shape the critics' bodies (muzero_repr: its latent as one vector observation).
+    :param actor_params: the first Adam group (the parameters the actor loss moves); ``extra_params``, when given,
+        a fourth group (same learning rate).
+    :param loss_fn: the step's loss (the optimizer's: it supplies the actor and the states and calls ``losses``);
+        run through ``torch.compile`` when ``compile_update`` (eager fallback), its kernels chosen first.
+    """
+
+    def __init__(
+        self,
+        hp: SACHeadSettings,
+        action_spec: ActionSpec,
+        stream_names: Sequence[str],
+        critic_observation_specs: List[ObservationSpec],
+        critic_network_settings: NetworkSettings,
+        actor_params: List[nn.Parameter],
+        loss_fn: LossFn,
+        compile_update: bool,
+        name: str,
+        max_steps: int,
+        device: torch.device,
+        extra_params: Optional[List[nn.Parameter]] = None,
+    ):
+        self.hyperparameters = hp
+        self.action_spec = action_spec
+        self.branches = list(action_spec.discrete_branches)
+        self.matmul_kernels = MatmulKernelChooser(device, hp.fast_cpu_matmul)
+        self.q_net = TwinQ(
+            list(stream_names),
+            critic_observation_specs,
+            critic_network_settings,
+            action_spec,
+            layer_norm=hp.critics_layer_normed(len(self.branches)),
+        ).to(device)
+        fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
+        self.q_target = self.q_net.make_target().to(device)
+        self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(device)
+        self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(action_spec.continuous_size)
+        self.actor_min_q = hp.actor_uses_min_q(len(self.branches))
+        self.entropy_reward = hp.entropy_in_targets(len(self.branches))
+        # Built once for the Polyak update (load_state_dict copies in place, so these stay the live tensors).
+        self.q_params = [p for p in self.q_net.parameters() if p.requires_grad]
+        self.q_target_params = [
+            p for p, o in zip(self.q_target.parameters(), self.q_net.parameters()) if o.requires_grad
+        ]
+        groups = [
+            {"params": list(actor_params)},
+            {"params": self.q_params},
+            {"params": list(self.temperatures.parameters())},
+        ]
+        if extra_params:
+            groups.append({"params": list(extra_params)})
+        self.adam = torch.optim.Adam(groups, lr=hp.learning_rate, **fused_adam_kwargs(device))
+        self.decay_learning_rate = ModelUtils.DecayedValue(
+            hp.learning_rate_schedule, hp.learning_rate, 1e-10, max_steps
+        )
+        self.loss_step = CompiledStep(loss_fn, compile_update, name)
+
+    def losses(
+        self,
+        actor: losses.ActorFn,
+        batch: SACBatch,
+        s_tm1: List[torch.Tensor],
+        s_t: List[torch.Tensor],
+        policy_s_tm1: Optional[List[torch.Tensor]] = None,
+    ) -> SACLosses:
+        """The four SAC losses of ``batch`` (``losses.sac_losses``) with ``s_tm1``/``s_t`` as the states the actor
+        and the critics see (``policy_s_tm1``: the actor loss's, default ``s_tm1``); no parameter changes."""
+        return losses.sac_losses(
+            actor, self.q_net, self.q_net.frozen, self.q_target,
+            s_tm1=s_tm1, a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
+            r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,
+            s_t=s_t, mask_t=batch.next_action_mask,
+            log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
+            target_entropy_cont=self.target_entropy_cont,
+            discrete_entropy_scale=self.hyperparameters.discrete_target_entropy_scale,
+            branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=self.actor_min_q,
+            weights=batch.weights, policy_s_tm1=policy_s_tm1, entropy_reward=self.entropy_reward,
+        )
+
+    def update(self, batch: SACBatch, step: int) -> Tuple[Dict[str, float], SACLosses]:
+        """One SAC step on ``batch`` at trainer step ``step`` (the learning rate's schedule): one backward of
+        critic + actor + temperature losses, one Adam step, one Polyak update.  Returns the stats (keys above)
+        and the step's ``SACLosses`` (``td_abs``: |TD error| [B], for replay priorities)."""
+        with self.matmul_kernels.scope():
+            lr = self.decay_learning_rate.get_value(step)
+            _, out = self.loss_step.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
+            polyak_update_(self.q_params, self.q_target_params, self.hyperparameters.tau)
+        stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
+        stats[STAT_LR] = lr
+        return stats, out
+
+
+def _diagnostic_keys(num_branches: int) -> List[str]:
+    """The stat key of each entry of ``SACLosses.diagnostics`` (``losses.sac_diagnostics``), in its order; the
+    branch min bias entry is a placeholder 0 without discrete branches and is not reported then."""
+    keys = [STAT_Q_ABS, STAT_Q_STD, STAT_TWIN_GAP, STAT_TARGET_MEAN, STAT_TARGET_DRIFT]
+    if num_branches:
+        keys.append(STAT_BRANCH_MIN_BIAS)
+        keys += [STAT_BRANCH_ENTROPY.format(i) for i in range(num_branches)]
+    return keys
+
+
+def sac_stats(out: SACLosses, temperatures: Temperatures, has_cont: bool, branches: List[int]) -> Dict[str, float]:
+    """The SAC head's stats (keys above) from one step's ``SACLosses`` and the temperatures after the step;
+    fast_sac and muzero_repr report the same keys.  One device sync for the scalars, one for the diagnostics."""
+    with torch.no_grad():
+        alpha_c = temperatures.log_alpha_cont.exp()
+        alpha_d = temperatures.log_alpha_disc.exp()
+        a_all = torch.cat([alpha_c, alpha_d]) if has_cont else alpha_d
+        scalars = {
+            STAT_POLICY_LOSS: out.policy_loss.detach(),
+            STAT_Q1_LOSS: out.q1_loss.detach(),
+            STAT_Q2_LOSS: out.q2_loss.detach(),
+            STAT_ENTCOEF_LOSS: out.temperature_loss.detach(),
+            STAT_ENTCOEF: a_all.mean(),
+            STAT_Q_MEAN: out.q_mean,
+            STAT_ENTROPY: out.entropy,
+        }
+        if has_cont:
+            scalars[STAT_CONT_ENTCOEF] = alpha_c[0]
+        if branches:
+            scalars[STAT_DISC_ENTCOEF] = alpha_d.mean()
+            scalars.update({STAT_BRANCH_ENTCOEF.format(i): alpha for i, alpha in enumerate(alpha_d.unbind())})
+        stats = dict(zip(scalars, torch.stack(list(scalars.values())).tolist()))
+    stats.update(zip(_diagnostic_keys(len(branches)), out.diagnostics.tolist()))
+    return stats
