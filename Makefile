@@ -17,7 +17,7 @@ DEMO_CONFIG ?= configs/demo_balance.yaml
 DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-ray builds clean
+.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-ray bench-profile builds clean
 
 setup:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
@@ -75,6 +75,13 @@ bench-defaults:
 bench-ray:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench ray
 	$(PY) -m bench ray $(BENCH_ARGS)
+
+# CPU seconds per 1k env steps of whole mlagents-learn runs by phase, every trainer, built-in sac and the floor,
+# at 8 and 64 agents -> $(BENCH_PROFILE_OUT) (REPORT.md, runs.jsonl)
+BENCH_PROFILE_OUT ?= results/bench-profile
+bench-profile:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
+	$(PY) -m bench profile --out $(BENCH_PROFILE_OUT) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) results builds .pytest_cache

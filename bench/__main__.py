@@ -19,6 +19,9 @@ COMMANDS: Tuple[Tuple[str, str, str, str], ...] = (
     ("speed", "bench.speed", "main",
      "update speed against minimal loops and built-ins, mlagents-learn env steps/s, protobuf stacks, replay "
      "save/load (modes: all, update, learn, proto)"),
+    ("profile", "bench.profiling", "main",
+     "CPU seconds per 1k env steps of a whole mlagents-learn run by phase, every trainer against sac and "
+     "the no-network floor (make bench-profile)"),
     ("replay", "bench.replay_io", "main",
      "replay buffer bytes per transition, sampling speed, save/load/verify seconds (vector or 84x84x3 camera)"),
     ("ray", "bench.ray_scaling", "main",

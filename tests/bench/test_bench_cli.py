@@ -17,7 +17,7 @@ def test_help_lists_every_command_without_importing_torch():
             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    for name in ("learn", "defaults", "speed", "replay", "ray", "holding"):
+    for name in ("learn", "defaults", "speed", "profile", "replay", "ray", "holding"):
         assert f"\n  {name} " in out.stdout, name
     assert out.stdout.rstrip().endswith("NO-TORCH")
 
@@ -25,7 +25,7 @@ def test_help_lists_every_command_without_importing_torch():
 def test_unknown_command_is_refused_with_the_list(capsys):
     assert cli.main(["bogus"]) == 2
     err = capsys.readouterr().err
-    assert "unknown command 'bogus'" in err and "learn, defaults, speed, replay, ray, holding" in err
+    assert "unknown command 'bogus'" in err and "learn, defaults, speed, profile, replay, ray, holding" in err
     assert cli.main([]) == 2
 
 
@@ -33,7 +33,8 @@ def test_unknown_command_is_refused_with_the_list(capsys):
                                         (["defaults", "--help"], "python -m bench defaults"),
                                         (["speed", "update", "--help"], "python -m bench speed update"),
                                         (["speed", "--help"], "python -m bench speed [all]"),
-                                        (["replay", "--help"], "python -m bench replay")])
+                                        (["replay", "--help"], "python -m bench replay"),
+                                        (["profile", "--help"], "python -m bench profile")])
 def test_every_command_has_its_own_help(argv, prog, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(argv)
