@@ -17,7 +17,7 @@ DEMO_CONFIG ?= configs/demo_balance.yaml
 DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-ray builds clean
+.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-ray bench-profile builds clean
 
 setup:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
@@ -50,29 +50,38 @@ SMOKE_TESTS ?= tests/test_boot_hooks.py tests/test_patches.py tests/envs/test_e2
 smoke: setup
 	$(PY) -m pytest -q $(SMOKE_TESTS) $(PYTEST_ARGS)
 
-# Benchmarks (see bench/README.md): our trainers vs built-in sac/ppo -> bench/results/REPORT.md + PNGs
-# (the quick mode writes to $(BENCH_QUICK_OUT), git-ignored, so it never overwrites the committed full report).
+# Benchmarks (see bench/README.md; one entry point, `python -m bench <command>`, `python -m bench --help` lists them):
+# our trainers vs built-in sac/ppo -> bench/results/REPORT.md + PNGs (the quick mode writes to $(BENCH_QUICK_OUT),
+# git-ignored, so it never overwrites a committed report).
 # BENCH_ARGS passes extra options, e.g. BENCH_ARGS="--jobs 2 --note 'idle machine'".
 BENCH_ARGS ?=
 BENCH_QUICK_OUT ?= results/bench-quick
 bench:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
-	$(PY) -m bench.run $(BENCH_ARGS)
+	$(PY) -m bench learn $(BENCH_ARGS)
 
 bench-quick:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
-	$(PY) -m bench.run --quick --out $(BENCH_QUICK_OUT) $(BENCH_ARGS)
+	$(PY) -m bench learn --quick --out $(BENCH_QUICK_OUT) $(BENCH_ARGS)
 
-# Defaults benchmark (issue #12): one minimal drop-in config for every trainer on the validation scenes.
-BENCH_DEFAULTS_OUT ?= bench/results-defaults
+# Defaults benchmark: one minimal drop-in config for every trainer on the validation scenes; its REPORT.md starts
+# with README.md's results table (BENCH_ARGS=--update-readme also writes it into README.md).
+BENCH_DEFAULTS_OUT ?= bench/results/defaults
 bench-defaults:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
-	$(PY) -m bench.run --defaults --out $(BENCH_DEFAULTS_OUT) $(BENCH_ARGS)
+	$(PY) -m bench defaults --out $(BENCH_DEFAULTS_OUT) $(BENCH_ARGS)
 
-# Ray vs subprocess env-copy scaling (bench/ray_scaling.py) -> bench/results/ray/
+# Ray vs subprocess env-copy scaling -> bench/results/ray/
 bench-ray:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench ray
-	$(PY) -m bench.ray_scaling $(BENCH_ARGS)
+	$(PY) -m bench ray $(BENCH_ARGS)
+
+# CPU seconds per 1k env steps of whole mlagents-learn runs by phase, every trainer, built-in sac and the floor,
+# at 8 and 64 agents -> $(BENCH_PROFILE_OUT) (REPORT.md, runs.jsonl)
+BENCH_PROFILE_OUT ?= results/bench-profile
+bench-profile:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
+	$(PY) -m bench profile --out $(BENCH_PROFILE_OUT) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) results builds .pytest_cache

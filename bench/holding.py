@@ -2,7 +2,7 @@
 rolling mean, whether the final rolling mean stays >= 0.9 x the best, and the lowest rolling mean once the
 threshold was reached (a fall the run recovers from before its end; issue #14).
 
-    .venv/bin/python -m bench.holding --scene reach --trainers fast_sac sac --seeds 0 1 2 --steps 30000 \
+    python -m bench holding --scene reach --trainers fast_sac sac --seeds 0 1 2 --steps 30000 \
         --json results/holding/reach.json [--set actor_min_q=false ...]
 
 Every trainer gets the same config (the issue's: lr 3e-4, batch 128, buffer 100k, buffer_init_steps 1000,
@@ -160,7 +160,7 @@ class _Progress:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench holding", description=__doc__.split("\n\n")[0])
     p.add_argument("--scene", default="reach")
     p.add_argument("--trainers", nargs="+", default=["fast_sac", "sac"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -230,6 +230,3 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 with open(args.json, "a") as f:
                     f.write(json.dumps(rec) + "\n")
 
-
-if __name__ == "__main__":
-    main()

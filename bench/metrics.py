@@ -2,7 +2,7 @@
 
 A *run record* is the JSON dict that ``bench.runner`` writes per (trainer, scene, seed, mode):
 
-``invocation`` (id of the ``bench.run`` call that made it), ``trainer``, ``origin`` ("ours" | "builtin"),
+``invocation`` (id of the ``python -m bench learn`` / ``defaults`` call that made it), ``trainer``, ``origin`` ("ours" | "builtin"),
 ``scene``, ``seed``, ``mode`` ("in_process" | "mlagents-learn"), ``threshold`` (the scene's success
 threshold), ``max_steps``, ``steps`` and ``wall_seconds`` (whole run), ``curve`` ([step, seconds since start,
 mean episode reward] per summary), ``final_mean_reward``, ``success_rate``, ``update_seconds`` (time inside

@@ -63,7 +63,7 @@ class Budget:
     learn_seeds: Tuple[int, ...]
     learn_trainers: Optional[Tuple[str, ...]] = None  # None: every trainer of the scene
     summaries: int = 10  # summary points per run (summary_freq = steps / summaries)
-    replay_rows: int = 1_000_000  # rows for bench/replay_io.py
+    replay_rows: int = 1_000_000  # rows for python -m bench replay
     minimal_configs: bool = False  # every trainer gets the minimal drop-in config (MINIMAL_SAC / MINIMAL_PPO)
 
 

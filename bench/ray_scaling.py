@@ -6,8 +6,8 @@ managers are driven the way ``TrainerController.advance`` drives them (``get_ste
 but without policies, so the numbers are the environment side alone: the learner's own cost is estimated
 separately in the README ("Many machines").  Rates are counted after a warm-up, over a fixed window.
 
-    .venv/bin/python -m bench.ray_scaling                      # 1, 2, 4, 8 copies at 50 ms, and 0 ms overhead
-    .venv/bin/python -m bench.ray_scaling --counts 1 2 --seconds 5 --out results/ray-quick
+    python -m bench ray                                        # 1, 2, 4, 8 copies at 50 ms, and 0 ms overhead
+    python -m bench ray --counts 1 2 --seconds 5 --out results/ray-quick
 
 Writes ``OUT/ray_scaling.json``, ``OUT/ray_scaling.md`` and (with matplotlib) ``OUT/ray_scaling.png``.
 Ray runs as a private local instance bound to loopback (``--ray-address=local`` semantics).
@@ -135,7 +135,8 @@ def plot(rows: List[Dict], args, out: str) -> None:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m bench ray", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--counts", type=int, nargs="+", default=[1, 2, 4, 8])
     p.add_argument("--zero-counts", type=int, nargs="*", default=[1, 4], help="copy counts for the 0 ms overhead runs")
     p.add_argument("--cost-ms", type=float, default=50.0)
@@ -180,6 +181,3 @@ def main(argv=None) -> None:
     print(report(rows, args, args.out))
     plot(rows, args, args.out)
 
-
-if __name__ == "__main__":
-    main()

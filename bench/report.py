@@ -4,6 +4,7 @@ Pure rendering: every number comes from the records passed in (see ``bench.metri
 ratios use ``metrics.ratios``, which refuses records from more than one invocation.
 """
 import json
+import statistics
 from typing import Any, Dict, List, Optional, Sequence
 
 from bench.metrics import Summary, best_rolling_mean, collapsed, ratios, same_invocation, steps_to_threshold, summarize
@@ -109,6 +110,7 @@ def environment_lines(env: Dict[str, Any]) -> List[str]:
     keys = [
         ("date", "Date (UTC)"),
         ("machine", "Machine"),
+        ("commit", "Code commit"),
         ("python", "Python"),
         ("torch", "torch"),
         ("mlagents", "mlagents"),
@@ -152,7 +154,7 @@ SPEED_HEADER = ("| trainer | torch threads | ours ms / update | minimal ms / upd
                 "| backward passes ours / minimal | trained parameters ours / minimal | updates timed |")
 SPEED_RULE = "|" + "---|" * 12
 SPEED_LEGEND = (
-    "One process (`bench/update_speed.py`), torch threads 1 then 2.  *ours*: the trainer's real full update "
+    "One process (`python -m bench speed update`), torch threads 1 then 2.  *ours*: the trainer's real full update "
     "(sample from its buffer + its optimizer's step(s)), built from `configs/<trainer>_balance.yaml`; *minimal*: "
     "a hand-written PyTorch loop of the same algorithm, layers, batch and number of backward passes "
     "(`bench/minimal_*.py`); *built-in*: ML-Agents' counterpart's update (sac for fast_sac, ppo minibatch "
@@ -162,7 +164,7 @@ SPEED_LEGEND = (
 
 
 def speed_rows_table(rows: Sequence[Dict[str, Any]]) -> List[str]:
-    """The report's "Speed" table from ``update_speed.py``'s ``speed_rows``."""
+    """The report's "Speed" table from ``python -m bench speed update``'s ``speed_rows``."""
     def cell(value: Any, digits: int = 2) -> str:
         if value is None:
             return DASH
@@ -183,9 +185,9 @@ def speed_rows_table(rows: Sequence[Dict[str, Any]]) -> List[str]:
 
 
 def speed_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
-    """The "Speed" table (``update_speed.py``), then every other script's output."""
+    """The "Speed" table (``python -m bench speed update``), then every other measurement's output."""
     if not speed:
-        return ["Not run (`--no-speed`) or no speed script found."]
+        return ["Not run (`--no-speed`)."]
     lines: List[str] = []
     tables = [e for e in speed if isinstance(e.get("json"), dict) and "speed_rows" in e["json"]]
     for e in tables:
@@ -193,7 +195,7 @@ def speed_lines(speed: Sequence[Dict[str, Any]]) -> List[str]:
                   SPEED_LEGEND, ""] + speed_rows_table(e["json"]["speed_rows"]) + [""]
     others = [e for e in speed if not any(e is x for x in tables)]
     if others:
-        lines += ["### Other speed scripts", ""] + script_lines(others)
+        lines += ["### Other speed measurements", ""] + script_lines(others)
     return lines
 
 
@@ -265,3 +267,75 @@ def render_report(
         lines += [f"| {t} | {s} | {src} |" for t, s, src in sources]
         lines += ["", "The full config of every run is in its record in `runs.jsonl` (one JSON object per line).", ""]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- README table
+RESULTS_BEGIN = "<!-- results:begin -->"
+RESULTS_END = "<!-- results:end -->"
+
+
+def results_cell(runs: Sequence[dict]) -> str:
+    """``median steps to threshold · reached/seeds · median final`` of one trainer on one scene (runs of its seeds).
+
+    The median steps is over the seeds that reached the threshold (— if none did); the median final over the
+    seeds that finished; failed runs count as seeds that did not reach it and are named."""
+    ok = [r for r in runs if not r.get("error")]
+    hits = [h[0] for h in (steps_to_threshold(r["curve"], r["threshold"]) for r in ok) if h is not None]
+    finals = [r["final_mean_reward"] for r in ok if r.get("final_mean_reward") is not None]
+    steps = statistics.median(hits) if hits else None
+    final = statistics.median(finals) if finals else None
+    failed = len(runs) - len(ok)
+    reached = f"{len(hits)}/{len(runs)}" + (f" ({failed} failed)" if failed else "")
+    return " · ".join([DASH if steps is None else f"{int(round(steps)):,}", reached, fmt(final)])
+
+
+def results_table(runs: Sequence[dict]) -> List[str]:
+    """One row per scene, one column per trainer (ours first, then the built-ins), cells from ``results_cell``;
+    a trainer that did not run on a scene (its action kind is not supported) gets ``n/a``."""
+    ours = sorted({r["trainer"] for r in runs if r.get("origin") == "ours"})
+    builtins = sorted({r["trainer"] for r in runs if r.get("origin") != "ours"})
+    trainers = ours + builtins
+    lines = ["| scene | " + " | ".join([f"**{t}**" for t in ours] + builtins) + " |",
+             "|---|" + "---|" * len(trainers)]
+    for scene in sorted({r["scene"] for r in runs}):
+        cells = []
+        for t in trainers:
+            mine = [r for r in runs if r["scene"] == scene and r["trainer"] == t]
+            cells.append(results_cell(mine) if mine else "n/a")
+        lines.append(f"| {scene} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def results_block(runs: Sequence[dict], env: Dict[str, Any], report_link: Optional[str] = None) -> str:
+    """The README-ready results block of one defaults invocation, markers included."""
+    invocation = same_invocation(runs)
+    seeds = max((len({r["seed"] for r in runs if r["scene"] == s and r["trainer"] == t})
+                 for s, t in {(r["scene"], r["trainer"]) for r in runs}), default=0)
+    source = f"[its report]({report_link})" if report_link else "this report"
+    lines = [
+        RESULTS_BEGIN,
+        f"Defaults benchmark (`python -m bench defaults`): every trainer with the same minimal drop-in config, "
+        f"{seeds} seeds per scene, validation scenes; invocation `{invocation}` of {env.get('date', DASH)}, "
+        f"commit `{env.get('commit', DASH)}`; per-seed curves and speeds in {source}.",
+        "",
+        "Each cell: median steps to the scene's threshold (over the seeds that reached it) · seeds that reached it "
+        "/ seeds · median final return (mean of the last 3 summaries). Ours in bold; n/a: action kind not "
+        "supported.",
+        "",
+    ]
+    lines += results_table(runs)
+    lines.append(RESULTS_END)
+    return "\n".join(lines)
+
+
+def replace_results_block(text: str, block: str, name: str = "the file") -> str:
+    """``text`` with its one ``RESULTS_BEGIN``..``RESULTS_END`` block (markers included) replaced by ``block``;
+    ValueError naming ``name`` when the markers are missing, repeated or out of order."""
+    begins, ends = text.count(RESULTS_BEGIN), text.count(RESULTS_END)
+    if begins != 1 or ends != 1:
+        raise ValueError(f"{name} must hold exactly one {RESULTS_BEGIN} and one {RESULTS_END} line (found "
+                         f"{begins} and {ends}); add them where the results table goes")
+    start, end = text.index(RESULTS_BEGIN), text.index(RESULTS_END)
+    if end < start:
+        raise ValueError(f"{name}: {RESULTS_END} comes before {RESULTS_BEGIN}")
+    return text[:start] + block + text[end + len(RESULTS_END):]

@@ -37,7 +37,7 @@ def test_report_has_environment_ratios_plots_speed_and_skips():
               "json": {"fast_sac_updates_per_s": 321.5, "hidden": "2x256"}},
              {"name": "sac_speed.py", "threads": 2, "command": "python bench/sac_speed.py", "rc": 0, "seconds": 2.0,
               "json": {"fast_sac_updates_per_s": 400.25}},
-             {"name": "replay_io.py", "threads": None, "command": "python bench/replay_io.py", "rc": 0,
+             {"name": "replay", "threads": None, "command": "python -m bench replay", "rc": 0,
               "seconds": 1.0, "text": "file: 8.6 MB"},
              {"name": "impala_speed.py", "threads": 1, "command": "python bench/impala_speed.py", "rc": None,
               "missing": "bench/impala_speed.py does not exist yet"}]

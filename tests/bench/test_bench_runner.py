@@ -6,7 +6,7 @@ import pytest
 
 from bench_fixtures import rec  # noqa: F401  (also puts the repo root on sys.path)
 from bench import runner
-from bench.run import parse_args, progress_line
+from bench.learn import parse_args, progress_line
 
 CONSOLE = """\
 [INFO] Connected new brain: Balance?team=0
@@ -65,7 +65,7 @@ def test_progress_line_reports_threshold_and_eta():
 def _write_out(tmp_path, invocation_of_runs):
     import json
 
-    from bench.run import append_run
+    from bench.learn import append_run
 
     env = {"invocation": "inv-A", "date": "2026-11-21 22:00 UTC", "machine": "2 cores"}
     (tmp_path / "invocation.json").write_text(json.dumps({"environment": env, "speed": [], "skipped": []}))
@@ -75,7 +75,7 @@ def _write_out(tmp_path, invocation_of_runs):
 
 
 def test_write_report_renders_the_one_invocation_on_disk(tmp_path):
-    from bench.run import write_report
+    from bench.learn import write_report
 
     _write_out(tmp_path, "inv-A")
     text = open(write_report(str(tmp_path))).read()
@@ -84,7 +84,7 @@ def test_write_report_renders_the_one_invocation_on_disk(tmp_path):
 
 
 def test_write_report_refuses_runs_of_another_invocation(tmp_path):
-    from bench.run import write_report
+    from bench.learn import write_report
 
     _write_out(tmp_path, "inv-OLD")
     with pytest.raises(ValueError, match="another invocation"):
@@ -92,7 +92,7 @@ def test_write_report_refuses_runs_of_another_invocation(tmp_path):
 
 
 def test_runs_file_keeps_every_finished_run_and_reports_a_cut_line(tmp_path, capsys):
-    from bench.run import append_run, read_runs
+    from bench.learn import append_run, read_runs
 
     first = rec("fast_sac", 0, [[100, 1.0, 0.5]], invocation="inv-A", final=0.5)
     second = rec("sac", 1, [[100, 3.0, 0.1]], invocation="inv-A", final=0.1)
@@ -107,19 +107,3 @@ def test_runs_file_keeps_every_finished_run_and_reports_a_cut_line(tmp_path, cap
         f.write("\n" + json.dumps(second) + "\n")  # the cut line is now in the middle: the file is damaged
     with pytest.raises(ValueError, match="runs.jsonl line 3 is not a JSON run record"):
         read_runs(str(tmp_path))
-
-
-def test_speed_only_runs_no_training_and_refuses_contradictions(tmp_path, monkeypatch, capsys):
-    from bench import run
-
-    called = {}
-    monkeypatch.setattr(run, "run_speed", lambda rows, timeout, quick, log: called.setdefault("speed", [
-        {"name": "replay_io.py", "threads": None, "command": "python bench/replay_io.py", "rc": 0, "seconds": 1.0,
-         "json": {"save_s": 0.1}}]))
-    monkeypatch.setattr(run, "_work", lambda job: pytest.fail(f"a training run was started: {job}"))
-    assert run.main(["--speed-only", "--quick", "--out", str(tmp_path)]) == 0
-    assert "speed" in called
-    assert "replay_io.py" in (tmp_path / "REPORT.md").read_text()
-    assert not (tmp_path / "runs.jsonl").exists()
-    assert run.main(["--speed-only", "--no-speed", "--out", str(tmp_path)]) == 2
-    assert "--speed-only runs nothing but the speed section" in capsys.readouterr().err

@@ -9,7 +9,8 @@ import pytest
 import torch
 from bench_fixtures import rec  # noqa: F401  (also puts the repo root on sys.path)
 
-from bench import speed, update_speed
+from bench.speed import common as speed
+from bench.speed import update as update_speed
 from bench.report import render_report
 
 ENV = {"invocation": "inv-A", "date": "2026-11-22 01:00 UTC", "machine": "2 cores"}
@@ -209,9 +210,9 @@ def test_report_speed_table_from_update_speed_rows():
              "builtin": None, "builtin_ms": None, "ratio_ours_over_builtin": None, "work": "32 windows x 4",
              "backward_passes": "1 / 1", "trained_parameters": "14984 / 14984"},
             {"trainer": "impala", "threads": None, "error": "ValueError: broken"}]
-    speed_entries = [{"name": "update_speed.py", "threads": None, "command": "python bench/update_speed.py --json",
+    speed_entries = [{"name": "speed update", "threads": None, "command": "python -m bench speed update --json",
                       "rc": 0, "seconds": 30.0, "json": {"scene": "balance", "speed_rows": rows}},
-                     {"name": "replay_io.py", "threads": None, "command": "python bench/replay_io.py", "rc": 0,
+                     {"name": "replay", "threads": None, "command": "python -m bench replay", "rc": 0,
                       "seconds": 1.0, "text": "file: 8.6 MB"}]
     text = render_report([rec("fast_sac", 0, [[100, 1.0, 0.5]])], ENV, {}, speed_entries)
     assert "| trainer | torch threads | ours ms / update | minimal ms / update | ratio ours / minimal |" in text
@@ -220,7 +221,7 @@ def test_report_speed_table_from_update_speed_rows():
     assert "| **taac** | 2 | 5.30 | 3.40 | 1.56 | — | — | — | 32 windows x 4 |" in text
     failed = next(line for line in text.splitlines() if line.startswith("| **impala** |"))
     assert "FAILED: ValueError: broken" in failed and failed.count("|") == 13  # 12 cells like every row
-    assert text.index("| **taac** |") < text.index("### Other speed scripts") < text.index("file: 8.6 MB")
+    assert text.index("| **taac** |") < text.index("### Other speed measurements") < text.index("file: 8.6 MB")
 
 
 def test_update_speed_cli_rejects_bad_numbers(capsys):
@@ -238,26 +239,44 @@ def test_update_speed_cli_rejects_bad_numbers(capsys):
     assert "--hidden-units=0 is invalid" in capsys.readouterr().err
 
 
-def test_speed_section_runs_update_speed_first_then_at_issue3_sizes(monkeypatch):
-    from bench import speed_scripts
+def test_speed_section_runs_update_first_then_at_issue3_sizes(monkeypatch):
+    from bench.speed import section
 
     seen = []
-    monkeypatch.setattr(speed_scripts, "run_script",
-                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
-    speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
-    assert seen[0] == ("update_speed.py", ("--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"),
-                       None)
-    assert [s[0] for s in seen].count("update_speed.py") == 1
-    assert [s[0] for s in seen] == ["update_speed.py", "learn_speed.py", "replay_io.py"]
+    monkeypatch.setattr(section, "run_measurement",
+                        lambda name, args, timeout_s: seen.append((name, tuple(args))) or {})
+    section.run_speed(1000, 60, quick=True, log=lambda m: None)
+    assert seen[0] == ("speed update", ("--updates", "40", "--rows", "5000", "--budget-s", "15", "--warmup", "5"))
+    assert [s[0] for s in seen] == ["speed update", "speed learn", "replay"]
+    assert ("speed learn", ("--pairs", "1", "--steps", "4000")) in seen
     seen.clear()
-    speed_scripts.run_speed(1000, 60, quick=False, log=lambda m: None)
-    assert seen[1] == ("update_speed.py", ("--trainers", "fast_sac", "--hidden-units", "256", "--num-layers", "2",
-                                           "--batch-size", "256"), None)
+    section.run_speed(1000, 60, quick=False, log=lambda m: None)
+    assert seen[1] == ("speed update", ("--trainers", "fast_sac", "--hidden-units", "256", "--num-layers", "2",
+                                        "--batch-size", "256"))
+    assert [s[0] for s in seen] == ["speed update", "speed update", "speed learn", "replay"]
+
+
+def test_speed_measurement_runs_the_bench_command_and_parses_its_json(monkeypatch):
+    """Each measurement is ``python -m bench <name> ... --json`` in the checkout; a failure keeps its output."""
+    from bench.speed import section
+
+    calls = []
+
+    class Done:
+        def __init__(self, rc, out, err=""):
+            self.returncode, self.stdout, self.stderr = rc, out, err
+
+    answers = iter([Done(0, 'progress\n{"file_mb": 8.6}\n'), Done(1, "partial", "Traceback: boom")])
+    monkeypatch.setattr(section.subprocess, "run", lambda cmd, **kw: calls.append((cmd, kw["cwd"])) or next(answers))
+    ok = section.run_measurement("replay", ["--rows", "10"], 60)
+    assert calls[0][0][1:] == ["-m", "bench", "replay", "--rows", "10", "--json"] and calls[0][1] == section.REPO
+    assert ok["json"] == {"file_mb": 8.6} and ok["rc"] == 0 and ok["command"].startswith("python -m bench replay")
+    failed = section.run_measurement("speed update", [], 60)
+    assert calls[1][0][1:4] == ["-m", "bench", "speed"] and failed["rc"] == 1
+    assert "json" not in failed and "boom" in failed["text"]
 
 
 def test_update_speed_sizes_reach_every_trainer_and_its_builtin(tmp_path):
-    from bench import speed
-
     sizes = dict(hidden_units=48, num_layers=3, batch_size=96)
     for trainer in ("fast_sac", "sac", "impala", "ppo"):
         cfg = speed.behavior_config(trainer, sizes=sizes)
@@ -314,31 +333,21 @@ def test_update_speed_reports_a_broken_trainer_and_goes_on(monkeypatch, capsys):
 
 
 def test_bench_prints_the_speed_table(capsys):
-    from bench.run import print_speed_table
+    from bench.learn import print_speed_table
 
     rows = [{"trainer": "impala", "threads": 2, "ours_ms": 4.0, "minimal_ms": 2.0, "ratio_ours_over_minimal": 2.0,
              "builtin": "ppo", "builtin_ms": 8.0, "ratio_ours_over_builtin": 0.5, "updates": 40}]
     print_speed_table([{"name": "sac_speed.py", "json": {"x": 1}},
-                       {"name": "update_speed.py", "json": {"speed_rows": rows}}])
+                       {"name": "speed update", "json": {"speed_rows": rows}}])
     out = capsys.readouterr().out
     assert "| **impala** | 2 | 4.00 | 2.00 | 2.00 | ppo | 8.00 | 0.50 |" in out and out.count("| **") == 1
-
-
-def test_speed_section_runs_learn_speed_once(monkeypatch):
-    from bench import speed_scripts
-
-    seen = []
-    monkeypatch.setattr(speed_scripts, "run_script",
-                        lambda name, args, threads, timeout_s: seen.append((name, tuple(args), threads)) or {})
-    speed_scripts.run_speed(1000, 60, quick=True, log=lambda m: None)
-    assert seen.count(("learn_speed.py", ("--pairs", "1", "--steps", "4000"), None)) == 1
 
 
 def test_learn_speed_gives_both_trainers_the_same_settings():
     """The env-steps/s comparison is only fair if sac and fast_sac share every setting but the trainer type."""
     from mlagents.trainers.settings import RunOptions
 
-    from bench.learn_speed import BEHAVIOR, config
+    from bench.speed.learn import BEHAVIOR, config
 
     built = {}
     for trainer in ("sac", "fast_sac"):
@@ -361,7 +370,7 @@ def test_learn_speed_counts_the_cpu_time_of_finished_children():
     import subprocess
     import sys
 
-    from bench.learn_speed import children_cpu_s
+    from bench.speed.learn import children_cpu_s
 
     before = children_cpu_s()
     subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"],

@@ -85,7 +85,7 @@ def test_threaded_trainer_runs_and_updates(tmp_path, one_thread):
 
 # Holding (issue #14): over a run at least twice as long as the threshold needs, the threshold is reached and
 # the final rolling mean (3 summaries of 1000 steps) stays >= HOLD x its best.  Configs and area count are
-# bench/holding.py's, so `python -m bench.holding` reproduces a failure with its curve and stats; the step
+# bench/holding.py's, so `python -m bench holding` reproduces a failure with its curve and stats; the step
 # counts are twice the measured steps to threshold or more (docs/fast_sac.md, issue #14 section).
 HOLD = 0.9
 

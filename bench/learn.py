@@ -1,15 +1,17 @@
-"""Benchmark our trainers against ML-Agents' built-in sac/ppo on the stand-in scenes; write JSON, REPORT.md, PNGs.
+"""The ``learn`` and ``defaults`` commands: our trainers against ML-Agents' built-in sac/ppo on the stand-in scenes.
 
-    .venv/bin/python -m bench.run            # full budget (make bench; under an hour on 2 idle cores)
-    .venv/bin/python -m bench.run --quick    # a few minutes (make bench-quick)
-    .venv/bin/python -m bench.run --defaults # minimal drop-in configs on the validation scenes (make bench-defaults)
-    .venv/bin/python -m bench.run --speed-only    # the speed section alone: every speed measurement, one report
-    .venv/bin/python -m bench.run --report-only   # re-render REPORT.md/PNGs from bench/results/
+    python -m bench learn                  # full budget (make bench; under an hour on 2 idle cores)
+    python -m bench learn --quick          # a few minutes (make bench-quick)
+    python -m bench learn --report-only    # re-render REPORT.md/PNGs from bench/results/
+    python -m bench defaults               # minimal drop-in configs on the validation scenes (make bench-defaults)
+    python -m bench defaults --report-only --update-readme   # README.md's results table from that invocation
 
 Writes ``<out>/runs.jsonl`` (one run record per line, appended as each run ends; see bench/metrics.py),
-``<out>/invocation.json`` (machine, versions, speed section, skipped pairs), ``<out>/<scene>.png`` and
+``<out>/invocation.json`` (machine, versions, commit, speed section, skipped pairs), ``<out>/<scene>.png`` and
 ``<out>/REPORT.md``.  An earlier invocation's ``runs.jsonl`` in ``<out>`` is replaced at the start, so the
-report and its ratios only ever see this invocation's runs.
+report and its ratios only ever see this invocation's runs.  The defaults report starts with the README-ready
+results table between ``<!-- results:begin -->`` and ``<!-- results:end -->``; ``--update-readme`` puts the
+same block into README.md between the same markers.
 """
 import argparse
 import glob
@@ -23,22 +25,20 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 import warnings
 from dataclasses import replace
-from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
+
+from bench import plan
+from bench.invocation import new_id as new_invocation_id
+from bench.metrics import same_invocation, steps_to_threshold
+from bench.speed.section import run_speed
 
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
-
-from bench import plan  # noqa: E402
-from bench.metrics import same_invocation, steps_to_threshold  # noqa: E402
-from bench.speed_scripts import run_speed  # noqa: E402
-
 DEFAULT_OUT = os.path.join(REPO, "bench", "results")
+DEFAULTS_OUT = os.path.join(REPO, "bench", "results", "defaults")
+README = os.path.join(REPO, "README.md")
 DEFAULT_JOBS = max(1, min(2, os.cpu_count() or 1))
 
 
@@ -60,38 +60,31 @@ def _work(args) -> Dict[str, Any]:
     return run_job(job, invocation, builds)
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def environment(args: argparse.Namespace, budget: plan.Budget, invocation: str) -> Dict[str, Any]:
+def environment(args: argparse.Namespace, budget: Optional[plan.Budget], invocation: str,
+                command: str) -> Dict[str, Any]:
     from importlib.metadata import version
 
     import torch
 
-    load = os.getloadavg()
-    return {
+    from bench import invocation as inv
+
+    env = {
         "invocation": invocation,
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{os.cpu_count()} cores, {cpu_model()}, {platform.system()} {platform.release()}; "
-        f"load average at start {load[0]:.1f}",
+        "date": inv.utc_now(),
+        "machine": inv.machine(),
+        "commit": inv.code_commit(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "mlagents": f"{version('mlagents')} (mlagents-envs {version('mlagents-envs')})",
-        "torch_threads": args.torch_threads,
-        "jobs": args.jobs,
-        "budget": f"{budget.name}: steps {budget.steps}, seeds {list(budget.seeds)}, mlagents-learn on "
-        f"{budget.learn_scene} with seeds {list(budget.learn_seeds)}",
-        "command": "python -m bench.run " + " ".join(sys.argv[1:]),
+        "torch_threads": getattr(args, "torch_threads", None),
+        "jobs": getattr(args, "jobs", None),
+        "command": command,
         "note": args.note,
     }
+    if budget is not None:
+        env["budget"] = (f"{budget.name}: steps {budget.steps}, seeds {list(budget.seeds)}, mlagents-learn on "
+                         f"{budget.learn_scene} with seeds {list(budget.learn_seeds)}")
+    return env
 
 
 RUNS_FILE = "runs.jsonl"
@@ -151,9 +144,10 @@ def progress_line(r: Dict[str, Any], done: int, total: int, elapsed: float) -> s
 
 
 def write_report(out: str) -> str:
-    """Render REPORT.md and the PNGs from ``out``'s run files and invocation.json."""
+    """Render REPORT.md and the PNGs from ``out``'s run files and invocation.json (a defaults invocation's report
+    starts with the README-ready results table)."""
     from bench.plots import plot_scene
-    from bench.report import render_report
+    from bench.report import render_report, results_block
 
     with open(os.path.join(out, "invocation.json")) as f:
         inv = json.load(f)
@@ -168,14 +162,41 @@ def write_report(out: str) -> str:
         plot_scene(scene, in_process, os.path.join(out, f"{scene}.png"))
         plots[scene] = f"{scene}.png"
     text = render_report(runs, inv["environment"], plots, inv.get("speed", []), inv.get("skipped", []))
+    if inv.get("kind") == "defaults":
+        head, _, rest = text.partition("\n\n")
+        text = "\n\n".join([head, "## Results table (README-ready)", results_block(runs, inv["environment"]), rest])
     path = os.path.join(out, "REPORT.md")
     with open(path, "w") as f:
         f.write(text + "\n")
     return path
 
 
+def update_readme(out: str, readme: str) -> None:
+    """Replace ``readme``'s block between the results markers with the block of ``out``'s defaults invocation
+    (its REPORT.md linked relative to the README).  A README without exactly one pair of markers, or an
+    invocation that is not a defaults one, is an error and the file is left as it was."""
+    from bench.report import replace_results_block, results_block
+
+    with open(os.path.join(out, "invocation.json")) as f:
+        inv = json.load(f)
+    if inv.get("kind") != "defaults":
+        raise ValueError(f"{out} holds a {inv.get('kind', 'learn')!r} invocation; --update-readme takes the table "
+                         "of a defaults invocation (python -m bench defaults)")
+    runs = read_runs(out)
+    if not runs:
+        raise ValueError(f"{out}/{RUNS_FILE} holds no runs; nothing to put in {readme}")
+    link = os.path.relpath(os.path.join(out, "REPORT.md"), os.path.dirname(os.path.abspath(readme)))
+    with open(readme) as f:
+        text = f.read()
+    new = replace_results_block(text, results_block(runs, inv["environment"], report_link=link), readme)
+    tmp = readme + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(new)
+    os.replace(tmp, readme)
+
+
 def print_speed_table(speed: List[Dict[str, Any]], out=None) -> None:
-    """Print the report's Speed table (``update_speed.py`` rows) to the console as well."""
+    """Print the report's Speed table (``python -m bench speed update`` rows) to the console as well."""
     from bench.report import speed_rows_table
 
     for e in speed:
@@ -185,17 +206,13 @@ def print_speed_table(speed: List[Dict[str, Any]], out=None) -> None:
                 print(line, file=out or sys.stdout)
 
 
-def _write_invocation(out: str, env: Dict[str, Any], speed: List[Dict[str, Any]], skipped: List[str]) -> None:
+def _write_invocation(out: str, env: Dict[str, Any], speed: List[Dict[str, Any]], skipped: List[str],
+                      kind: str) -> None:
     with open(os.path.join(out, "invocation.json"), "w") as f:
-        json.dump({"environment": env, "speed": speed, "skipped": skipped}, f, indent=1)
+        json.dump({"kind": kind, "environment": env, "speed": speed, "skipped": skipped}, f, indent=1)
 
 
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="the few-minute budget (2 scenes, 2 seeds, short runs)")
-    p.add_argument("--defaults", action="store_true",
-                   help="the defaults benchmark: every trainer with one minimal drop-in config on every validation "
-                        "scene (no mlagents-learn or speed runs)")
+def _common_arguments(p: argparse.ArgumentParser, default_out: str) -> None:
     p.add_argument("--scenes", nargs="+", help="only these scenes")
     p.add_argument("--trainers", nargs="+", help="only these trainers (ours by trainer_type, sac, ppo)")
     p.add_argument("--seeds", type=int, help="number of seeds (0..N-1) for in-process runs")
@@ -203,13 +220,35 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
                    help=f"runs in parallel, one core each (default {DEFAULT_JOBS}: min(2, cores))")
     p.add_argument("--torch-threads", type=int, default=1, help="torch threads inside each run (default 1)")
-    p.add_argument("--no-learn", action="store_true", help="skip the mlagents-learn runs")
-    p.add_argument("--no-speed", action="store_true", help="skip the speed section")
-    p.add_argument("--speed-only", action="store_true",
-                   help="only the speed section (every speed measurement: update_speed, learn_speed, replay_io)")
-    p.add_argument("--out", default=DEFAULT_OUT, help="output folder (default bench/results)")
+    p.add_argument("--out", default=default_out,
+                   help=f"output folder (default {os.path.relpath(default_out, REPO)})")
     p.add_argument("--note", default="", help="free text for the report header (e.g. machine was shared)")
     p.add_argument("--report-only", action="store_true", help="only re-render REPORT.md and plots from --out")
+
+
+def parse_args(argv: Optional[List[str]] = None, kind: str = "learn") -> argparse.Namespace:
+    """Options of ``python -m bench learn`` (``kind="learn"``) or ``python -m bench defaults``."""
+    if kind == "learn":
+        p = argparse.ArgumentParser(
+            prog="python -m bench learn",
+            description="Our trainers against ML-Agents' built-in sac/ppo on the stand-in scenes: in-process runs "
+                        "over seeds, real mlagents-learn runs on one scene, then the speed section (python -m bench "
+                        "speed); writes runs.jsonl, invocation.json, REPORT.md and one PNG per scene to --out.")
+        p.add_argument("--quick", action="store_true", help="the few-minute budget (2 scenes, 2 seeds, short runs)")
+        _common_arguments(p, DEFAULT_OUT)
+        p.add_argument("--no-learn", action="store_true", help="skip the mlagents-learn runs")
+        p.add_argument("--no-speed", action="store_true", help="skip the speed section")
+    else:
+        p = argparse.ArgumentParser(
+            prog="python -m bench defaults",
+            description="The defaults benchmark: every trainer with one minimal drop-in config (a user's sac or ppo "
+                        "config with trainer_type changed) on every validation scene, 3 seeds, in-process. REPORT.md "
+                        "starts with the README-ready results table (between <!-- results:begin --> and "
+                        "<!-- results:end -->).")
+        _common_arguments(p, DEFAULTS_OUT)
+        p.add_argument("--update-readme", nargs="?", const=README, default=None, metavar="README",
+                       help="also replace the results block of README (default README.md of this checkout) "
+                            "with this invocation's table")
     args = p.parse_args(argv)
     for name in ("seeds", "steps", "jobs", "torch_threads"):
         value = getattr(args, name)
@@ -218,22 +257,31 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    args = parse_args(argv)
+def main_learn(argv: Optional[List[str]] = None) -> int:
+    return run(parse_args(argv, "learn"), "learn", "python -m bench learn " + " ".join(argv or []))
+
+
+def main_defaults(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv, "defaults")
+    args.quick, args.no_speed, args.no_learn = False, True, True  # in-process runs only, no speed section
+    code = run(args, "defaults", "python -m bench defaults " + " ".join(argv or []))
+    if code == 0 and args.update_readme:
+        try:
+            update_readme(os.path.abspath(args.out), args.update_readme)
+        except (OSError, ValueError) as err:
+            print(f"[bench] --update-readme: {err}", file=sys.stderr)
+            return 2
+        print(f"[bench] results table written to {args.update_readme}")
+    return code
+
+
+def run(args: argparse.Namespace, kind: str, command: str) -> int:
+    """One ``learn`` or ``defaults`` invocation (``args`` from ``parse_args``)."""
     out = os.path.abspath(args.out)
     if args.report_only:
         print(write_report(out))
         return 0
-    if args.quick and args.defaults:
-        print("--quick and --defaults are two different budgets; give one of them", file=sys.stderr)
-        return 2
-    if args.speed_only and (args.no_speed or args.defaults):
-        print("--speed-only runs nothing but the speed section, which --no-speed and --defaults leave out",
-              file=sys.stderr)
-        return 2
-    budget = plan.DEFAULTS if args.defaults else plan.QUICK if args.quick else plan.FULL
-    if args.defaults:
-        args.no_speed = True
+    budget = plan.DEFAULTS if kind == "defaults" else plan.QUICK if args.quick else plan.FULL
     if args.seeds:
         budget = replace(budget, seeds=tuple(range(args.seeds)))
     if args.steps:
@@ -247,11 +295,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"--trainers: {t!r} is not available; allowed: {', '.join(allowed)}", file=sys.stderr)
             return 2
     jobs, skipped = plan.plan_jobs(budget, ours, args.trainers, args.scenes)
-    if args.speed_only:
-        jobs, skipped = [], []
     skipped = notes + skipped
-    invocation = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
-    env = environment(args, budget, invocation)
+    invocation = new_invocation_id()
+    env = environment(args, budget, invocation, command.strip())
     running = sorted({j.trainer for j in jobs}, key=allowed.index)
     print(f"[bench] invocation {invocation}: {len(jobs)} runs, trainers {', '.join(running) or 'none'}; "
           f"{args.jobs} at a time, torch threads {args.torch_threads}")
@@ -261,7 +307,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     os.makedirs(out, exist_ok=True)
     if os.path.exists(os.path.join(out, RUNS_FILE)):
         os.remove(os.path.join(out, RUNS_FILE))
-    _write_invocation(out, env, [], skipped)
+    _write_invocation(out, env, [], skipped, kind)
     builds = write_builds() if any(j.mode == "mlagents-learn" for j in jobs) else None
     start = time.perf_counter()
     ctx = multiprocessing.get_context("spawn")
@@ -277,10 +323,24 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                log=lambda m: print(m, flush=True))
     print_speed_table(speed)
     env["elapsed"] = _clock(time.perf_counter() - start) + f" (load average at end {os.getloadavg()[0]:.1f})"
-    _write_invocation(out, env, speed, skipped)
+    _write_invocation(out, env, speed, skipped, kind)
     print(f"[bench] report: {write_report(out)}")
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run_speed_section(out: str, quick: bool, note: str, command: str) -> int:
+    """``python -m bench speed`` (mode ``all``): every speed measurement, one report in ``out``, no training runs."""
+    out = os.path.abspath(out)
+    budget = plan.QUICK if quick else plan.FULL
+    args = argparse.Namespace(note=note)
+    env = environment(args, None, new_invocation_id(), command)
+    os.makedirs(out, exist_ok=True)
+    if os.path.exists(os.path.join(out, RUNS_FILE)):
+        os.remove(os.path.join(out, RUNS_FILE))
+    start = time.perf_counter()
+    speed = run_speed(budget.replay_rows, 300 if quick else 600, quick=quick, log=lambda m: print(m, flush=True))
+    print_speed_table(speed)
+    env["elapsed"] = _clock(time.perf_counter() - start) + f" (load average at end {os.getloadavg()[0]:.1f})"
+    _write_invocation(out, env, speed, [], "speed")
+    print(f"[bench] report: {write_report(out)}")
+    return 0

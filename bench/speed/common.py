@@ -1,4 +1,4 @@
-"""Shared timing code of the update benchmark (``bench/update_speed.py``).
+"""Shared timing code of the update benchmark (``python -m bench speed update``, ``bench/speed/update.py``).
 
 * ``time_interleaved``: ms per call of several update functions, measured in interleaved blocks so that a
   busy shared machine slows every variant alike and their ratio stays comparable.
@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCENE = "balance"
 
 
@@ -108,7 +108,7 @@ def register_plugins() -> None:
     register_trainer_plugins()
 
 
-#: the keys of ``sizes`` below (update_speed's ``--hidden-units``, ``--num-layers``, ``--batch-size``)
+#: the keys of ``sizes`` below (``speed update``'s ``--hidden-units``, ``--num-layers``, ``--batch-size``)
 SIZE_KEYS = ("hidden_units", "num_layers", "batch_size")
 
 

@@ -10,10 +10,10 @@ Each environment given with ``--venv`` is measured in its own processes, all in 
   (a ``UnityRLInputProto``).  Two payloads: 8 agents with 8 vector observations and 2 continuous actions,
   and 1 agent with a 3x84x84 uncompressed float observation.  Median of ``--exchanges`` round trips after a
   warm-up.
-- **mlagents-learn env steps/s**: ``bench/learn_speed.py``'s run (Balance stand-in, 8 agents, built-in ``sac``
+- **mlagents-learn env steps/s**: ``python -m bench speed learn``'s run (Balance stand-in, 8 agents, built-in ``sac``
   or ``--trainer``), once per environment, alternating.
 
-Usage: ``python bench/proto_speed.py --venv .venv --venv .venv-3.13 [--exchanges 2000] [--learn-steps 4000]``;
+Usage: ``python -m bench speed proto --venv .venv --venv .venv-3.13 [--exchanges 2000] [--learn-steps 4000]``;
 writes a Markdown table (and ``--json``).  The environments' Python versions differ, so the table says which.
 """
 import argparse
@@ -26,9 +26,11 @@ import subprocess
 import sys
 import time
 from concurrent import futures
-from typing import Dict, List
+from typing import Dict, List, Optional
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: this mode, run in another environment's interpreter (cwd REPO, so ``-m bench`` finds this checkout)
+SELF = ["-m", "bench", "speed", "proto"]
 VECTOR_AGENTS, VECTOR_OBS, ACTIONS = 8, 8, 2
 VISUAL_SHAPE = (3, 84, 84)
 BEHAVIOR = "Bench?team=0"
@@ -117,7 +119,7 @@ def measure(exchanges: int) -> Dict:
     from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import UnityToExternalProtoStub
 
     port = _free_port()
-    server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", str(port)], cwd=REPO)
+    server = subprocess.Popen([sys.executable, *SELF, "--serve", str(port)], cwd=REPO)
     try:
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         grpc.channel_ready_future(channel).result(timeout=120)
@@ -157,11 +159,11 @@ def _venv_python(venv: str) -> str:
 
 
 def learn_speed(venv: str, steps: int, trainer: str) -> Dict:
-    """One mlagents-learn run through the Balance stand-in (bench/learn_speed.py's setup) in ``venv``."""
+    """One mlagents-learn run through the Balance stand-in (``python -m bench speed learn``'s setup) in ``venv``."""
     code = (
         "import sys, json; sys.argv=['x']; sys.path.insert(0, '.')\n"
-        "import bench.learn_speed as L\n"
-        f"args = L.argparse.Namespace(steps={steps}, summary=1000, skip=2000, areas=2, hidden=64, batch=128, threaded=False)\n"
+        "import bench.speed.learn as L\n"
+        f"args = L.argparse.Namespace(steps={steps}, summary=1000, skip=2000, areas=2, hidden=64, batch=128, threaded=False, torch_device=None)\n"
         "import tempfile, subprocess, os\n"
         "builds = tempfile.mkdtemp(prefix='proto_speed_builds_')\n"
         "subprocess.run([sys.executable, '-m', 'mlagents_plugins.envs.standin', '--write-builds', builds], check=True, stdout=subprocess.DEVNULL)\n"
@@ -173,8 +175,8 @@ def learn_speed(venv: str, steps: int, trainer: str) -> Dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: Optional[List[str]] = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench speed proto", description=__doc__.split("\n")[0])
     p.add_argument("--venv", action="append", default=[], help="an environment to measure (repeat; first = baseline)")
     p.add_argument("--exchanges", type=int, default=2000, help="timed round trips per payload (default 2000)")
     p.add_argument("--learn-steps", type=int, default=6000, help="max_steps of the mlagents-learn run (0: skip it)")
@@ -182,7 +184,7 @@ def main() -> None:
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--measure", type=int, default=None, help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.serve is not None:
         return serve(args.serve)
     if args.measure is not None:
@@ -192,7 +194,7 @@ def main() -> None:
         p.error("give at least one --venv")
     results = {}
     for venv in args.venv:
-        proc = subprocess.run([_venv_python(venv), os.path.abspath(__file__), "--measure", str(args.exchanges)],
+        proc = subprocess.run([_venv_python(venv), *SELF, "--measure", str(args.exchanges)],
                               cwd=REPO, capture_output=True, text=True, timeout=1800)
         if proc.returncode != 0:
             raise SystemExit(f"{venv}: {proc.stderr[-2000:]}")
@@ -223,6 +225,3 @@ def main() -> None:
             json.dump(results, f, indent=1)
     return None
 
-
-if __name__ == "__main__":
-    main()

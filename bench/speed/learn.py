@@ -15,7 +15,7 @@ share of time spent updating is from ``run_logs/timers.json`` (``_update_policy`
 whole run's, ``mlagents-learn`` and the stand-in build together (``getrusage(RUSAGE_CHILDREN)`` around the
 run, start-up and compile included): ``steps_per_cpu_s`` = ``max_steps`` / CPU seconds, issue #18's measure.
 
-Usage: ``python bench/learn_speed.py [--pairs 3] [--steps 6000] [--json]``.
+Usage: ``python -m bench speed learn [--pairs 3] [--steps 6000] [--json]``.
 """
 import argparse
 import json
@@ -27,15 +27,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
-
-from bench.runner import UPDATE_TIMER, _sum_named_dict, parse_console  # noqa: E402
-from bench.speed import print_result  # noqa: E402
-from mlagents_plugins.testing.ports import free_base_port  # noqa: E402
+from bench.runner import UPDATE_TIMER, _sum_named_dict, parse_console
+from bench.speed.common import REPO, print_result
+from mlagents_plugins.testing.ports import free_base_port
 
 BEHAVIOR = "Balance"
 TRAINERS = ("sac", "fast_sac")
@@ -116,8 +112,8 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
         shutil.rmtree(out, ignore_errors=True)
 
 
-def main() -> Dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
+    p = argparse.ArgumentParser(prog="python -m bench speed learn", description=__doc__.split("\n")[0])
     p.add_argument("--pairs", type=int, default=3, help="sac/fast_sac run pairs, alternating (default 3)")
     p.add_argument("--steps", type=int, default=6000, help="max_steps of every run (default 6000)")
     p.add_argument("--summary", type=int, default=1000, help="summary_freq (default 1000)")
@@ -128,7 +124,7 @@ def main() -> Dict[str, Any]:
     p.add_argument("--threaded", action="store_true", help="threaded: true for both trainers")
     p.add_argument("--torch-device", default=None, help="mlagents-learn's --torch-device for every run (e.g. cuda)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    args = p.parse_args()
+    args = p.parse_args(argv)
 
     builds = tempfile.mkdtemp(prefix="learn_speed_builds_")
     subprocess.run([sys.executable, "-m", "mlagents_plugins.envs.standin", "--write-builds", builds], check=True,
@@ -140,7 +136,7 @@ def main() -> Dict[str, Any]:
                 runs.append(run_one(trainer, args, builds, seed=pair))
                 if not args.json:
                     r = runs[-1]
-                    print(f"[learn_speed] {trainer:9s} pair {pair}: {r['steps_per_s']:.1f} steps/s, "
+                    print(f"[speed learn] {trainer:9s} pair {pair}: {r['steps_per_s']:.1f} steps/s, "
                           f"{r['steps_per_cpu_s']:.1f} steps per CPU s, update share {r['update_share']:.0%}, "
                           f"start-up {r['startup_s']:.1f} s", flush=True)
     finally:
@@ -171,6 +167,3 @@ def main() -> Dict[str, Any]:
     print_result(result, args.json, width=24)
     return result
 
-
-if __name__ == "__main__":
-    main()

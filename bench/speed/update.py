@@ -17,15 +17,14 @@ observations, 2 continuous actions), its buffer filled with random trajectories 
   ``update_reward_signals``, with the buffer shuffled whenever a pass over it is complete.
 
 The minimal loops (``bench/minimal_*.py``) read their sizes from the same ``TrainerSettings`` and make the
-same number of backward passes; the JSON records both counts (measured by ``speed.BackwardCounter``) and the
-parameter count each update trains.  Timing: ``speed.time_interleaved`` (median of 5 interleaved blocks).
+same number of backward passes; the JSON records both counts (measured by ``common.BackwardCounter``) and the
+parameter count each update trains.  Timing: ``common.time_interleaved`` (median of 5 interleaved blocks).
 
-Usage: ``python bench/update_speed.py [--updates K] [--rows R] [--threads 1 2] [--trainers ...] [--hidden-units H --num-layers L --batch-size B] [--json]``; the sizes, when given, replace every trainer's (built-ins too).
+Usage: ``python -m bench speed update [--updates K] [--rows R] [--threads 1 2] [--trainers ...] [--hidden-units H --num-layers L --batch-size B] [--json]``; the sizes, when given, replace every trainer's (built-ins too).
 """
 import argparse
 import json
 import math
-import os
 import sys
 import tempfile
 import warnings
@@ -34,12 +33,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
+from bench.speed import common
 
-from bench import speed  # noqa: E402
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
 
 #: trainer of ours -> its built-in counterpart (measured in the same run), if any
 BUILTIN_FOR = {"fast_sac": "sac", "impala": "ppo"}
@@ -62,7 +58,7 @@ class Bench:
 
 
 def backward_passes(step: Callable[[], None]) -> int:
-    with speed.BackwardCounter() as c:
+    with common.BackwardCounter() as c:
         step()
     return c.calls
 
@@ -111,18 +107,18 @@ def build_fast_sac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: 
                sizes: Optional[Dict[str, int]] = None) -> Bench:
     from bench.minimal_sac import MinimalSAC
 
-    trainer, spec = speed.make_trainer("fast_sac", tmp, sizes=sizes)
-    speed.fill(trainer, spec, rows, rng)
+    trainer, spec = common.make_trainer("fast_sac", tmp, sizes=sizes)
+    common.fill(trainer, spec, rows, rng)
     hp, net = trainer.hyperparameters, trainer.trainer_settings.network_settings
     minimal = MinimalSAC(trainer.trainer_settings, *_obs_act(spec), rows=rows)
     builtin = step = None
     if with_builtin:
-        sac, _ = speed.make_trainer("sac", tmp, sizes=sizes)
-        speed.fill(sac, spec, rows, rng)
+        sac, _ = common.make_trainer("sac", tmp, sizes=sizes)
+        common.fill(sac, spec, rows, rng)
         builtin, step = "sac", builtin_sac_step(sac, hp.batch_size)
     return Bench("fast_sac", trainer.update_once, minimal,
                  f"batch {hp.batch_size}, n_step {hp.n_step}, {net.num_layers}x{net.hidden_units}",
-                 speed.optimized_parameters(trainer.optimizer.head), builtin, step)
+                 common.optimized_parameters(trainer.optimizer.head), builtin, step)
 
 
 def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
@@ -130,7 +126,7 @@ def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool
     from bench.minimal_taac import MinimalTAAC
     from mlagents_plugins.taac.trajectories import trajectory_size
 
-    trainer, spec = speed.make_trainer("taac", tmp, sizes=sizes)
+    trainer, spec = common.make_trainer("taac", tmp, sizes=sizes)
     hp, net = trainer.hyperparameters, trainer.trainer_settings.network_settings
     d = trajectory_size(hp.trajectory_kind, spec.action_spec.continuous_size)
 
@@ -139,39 +135,39 @@ def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool
         switch = (rng.random((length, 1)) < 0.3).astype(np.float32)
         return np.concatenate([np.roll(tau, 1, 0), tau, switch, np.ones((length, 1), np.float32)], 1)
 
-    speed.fill(trainer, spec, rows, rng, log_probs=record)
+    common.fill(trainer, spec, rows, rng, log_probs=record)
     minimal = MinimalTAAC(trainer.trainer_settings, *_obs_act(spec), rows=rows)
     n_seq = int(math.ceil(hp.batch_size / hp.mini_batch_length))
     return Bench("taac", trainer.update_once, minimal,
                  f"{n_seq} windows x {hp.mini_batch_length}, {hp.num_critic_replicas} critics, "
-                 f"{net.num_layers}x{net.hidden_units}", speed.optimized_parameters(trainer.optimizer))
+                 f"{net.num_layers}x{net.hidden_units}", common.optimized_parameters(trainer.optimizer))
 
 
 def build_muzero_repr(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
                sizes: Optional[Dict[str, int]] = None) -> Bench:
     from bench.minimal_muzero import MinimalMuZeroRepr
 
-    trainer, spec = speed.make_trainer("muzero_repr", tmp, sizes=sizes)
-    speed.fill(trainer, spec, rows, rng)
+    trainer, spec = common.make_trainer("muzero_repr", tmp, sizes=sizes)
+    common.fill(trainer, spec, rows, rng)
     hp = trainer.hyperparameters
     minimal = MinimalMuZeroRepr(trainer.trainer_settings, *_obs_act(spec), rows=rows)
     return Bench("muzero_repr", trainer.update_once, minimal,
                  f"batch {hp.batch_size}, K {hp.num_unroll_steps}, td {hp.td_steps}, latent {hp.latent_size}, "
                  f"model {hp.model_num_layers}x{hp.model_hidden_units}, head {hp.head_num_layers}x{hp.head_hidden_units}",
-                 speed.optimized_parameters(trainer.optimizer, trainer.optimizer.head))
+                 common.optimized_parameters(trainer.optimizer, trainer.optimizer.head))
 
 
 def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool = True,
                sizes: Optional[Dict[str, int]] = None) -> Bench:
     from bench.minimal_impala import MinimalImpala
 
-    hp = speed.trainer_settings("impala", sizes=sizes).hyperparameters
+    hp = common.trainer_settings("impala", sizes=sizes).hyperparameters
     B = -(-hp.batch_size // hp.unroll_length)  # full pieces per batch
     pieces_wanted = max(4 * B, rows // hp.unroll_length)
     # One stream gradient step on whole pieces; an epochs step is the same losses on shuffled steps.
-    trainer, spec = speed.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted * hp.unroll_length,
+    trainer, spec = common.make_trainer("impala", tmp, overrides={"buffer_size": pieces_wanted * hp.unroll_length,
                                                                  "update_style": "stream"}, sizes=sizes)
-    speed.fill(trainer, spec, pieces_wanted * hp.unroll_length, rng)
+    common.fill(trainer, spec, pieces_wanted * hp.unroll_length, rng)
     queue = trainer.piece_queue
     pool = queue.take_fresh(queue.fresh_steps)
     state: Dict[str, Any] = {"i": 0, "stats": defaultdict(list)}
@@ -188,12 +184,12 @@ def build_impala(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bo
     minimal = MinimalImpala(trainer.trainer_settings, *_obs_act(spec), pieces=len(pool))
     builtin = step = None
     if with_builtin:
-        ppo, _ = speed.make_trainer("ppo", tmp, sizes=sizes)
-        speed.fill(ppo, spec, max(rows, ppo.hyperparameters.buffer_size), rng)
+        ppo, _ = common.make_trainer("ppo", tmp, sizes=sizes)
+        common.fill(ppo, spec, max(rows, ppo.hyperparameters.buffer_size), rng)
         builtin, step = "ppo", builtin_ppo_step(ppo)
     return Bench("impala", ours, minimal,
                  f"{B} pieces x {hp.unroll_length} steps, {net.num_layers}x{net.hidden_units}",
-                 speed.optimized_parameters(trainer.optimizer), builtin, step)
+                 common.optimized_parameters(trainer.optimizer), builtin, step)
 
 
 BUILDERS = {"fast_sac": build_fast_sac, "taac": build_taac, "impala": build_impala,
@@ -204,11 +200,11 @@ def updates_within(steps: Dict[str, Callable[[], None]], updates: int, warmup: i
                    blocks: int = 5) -> int:
     """Run ``warmup`` calls of every step (untimed for the result) and return how many timed calls per variant
     fit in ``budget_s`` at the warm-up pace: ``updates`` or fewer, never fewer than ``blocks``."""
-    t0 = speed.time.perf_counter()
+    t0 = common.time.perf_counter()
     for step in steps.values():
         for _ in range(max(1, warmup)):
             step()
-    per_round = (speed.time.perf_counter() - t0) / max(1, warmup)
+    per_round = (common.time.perf_counter() - t0) / max(1, warmup)
     return int(min(updates, max(blocks, budget_s // max(per_round, 1e-9))))
 
 
@@ -220,12 +216,12 @@ def measure(bench: Bench, threads_list: List[int], updates: int, warmup: int,
 
     ours_bw, minimal_bw = backward_passes(bench.ours), backward_passes(bench.minimal.step)
     ours_n = sum(p.numel() for p in bench.ours_params)
-    minimal_n = sum(p.numel() for p in speed.optimized_parameters(*bench.minimal.optimizers))
+    minimal_n = sum(p.numel() for p in common.optimized_parameters(*bench.minimal.optimizers))
     rows = []
     for threads in threads_list:
         torch.set_num_threads(threads)
         n = updates_within(bench.steps(), updates, warmup, budget_s)
-        ms = speed.time_interleaved(bench.steps(), n, warmup=0)
+        ms = common.time_interleaved(bench.steps(), n, warmup=0)
         rows.append({
             "trainer": bench.trainer,
             "threads": threads,
@@ -244,7 +240,7 @@ def measure(bench: Bench, threads_list: List[int], updates: int, warmup: int,
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench speed update", description=__doc__.split("\n")[0])
     p.add_argument("--updates", type=int, default=200, help="timed updates per variant and thread count (200)")
     p.add_argument("--warmup", type=int, default=10, help="untimed updates per variant first (10)")
     p.add_argument("--budget-s", type=float, default=45.0,
@@ -258,7 +254,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--batch-size", type=int, help="batch_size of every trainer instead of its config's")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
-    sizes = {k: getattr(args, k) for k in speed.SIZE_KEYS if getattr(args, k) is not None}
+    sizes = {k: getattr(args, k) for k in common.SIZE_KEYS if getattr(args, k) is not None}
     for name, value in dict(updates=args.updates, rows=args.rows, **sizes).items():
         if value < 1:
             p.error(f"--{name.replace('_', '-')}={value} is invalid; must be an integer >= 1")
@@ -278,14 +274,14 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.trainers:
             if not args.json:
-                print(f"[update_speed] {name} ...", file=sys.stderr, flush=True)
+                print(f"[speed update] {name} ...", file=sys.stderr, flush=True)
             try:
                 bench = BUILDERS[name](tmp, args.rows, np.random.default_rng(0), with_builtin=not args.no_builtin,
                                        sizes=sizes)
                 rows += measure(bench, args.threads, args.updates, args.warmup, args.budget_s)
             except Exception as err:  # noqa: BLE001 - one broken trainer must not hide the others' rows
                 rows.append({"trainer": name, "threads": None, "error": f"{type(err).__name__}: {err}"[:300]})
-    out = {"scene": speed.SCENE, "updates": args.updates, "buffer_rows": args.rows, "sizes": sizes,
+    out = {"scene": common.SCENE, "updates": args.updates, "buffer_rows": args.rows, "sizes": sizes,
            "speed_rows": rows}
     if args.json:
         print(json.dumps(out))
@@ -299,6 +295,3 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
                   f"{r['ratio_ours_over_minimal']:>6} {str(r['builtin'] or '-'):>8} {str(r['builtin_ms'] or '-'):>8}")
     return out
 
-
-if __name__ == "__main__":
-    main()

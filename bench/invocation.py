@@ -1,0 +1,49 @@
+"""What every bench command records about its invocation: an id, the machine, the code commit."""
+import os
+import platform
+import subprocess
+import uuid
+from datetime import datetime, timezone
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def new_id() -> str:
+    """``<UTC time>-<6 hex>``: unique per invocation, sortable by time."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def machine() -> str:
+    """Cores, CPU model, OS and the load average now (the machine is shared: the load says how much)."""
+    return (f"{os.cpu_count()} cores, {cpu_model()}, {platform.system()} {platform.release()}; "
+            f"load average at start {os.getloadavg()[0]:.1f}")
+
+
+def code_commit() -> str:
+    """The checkout's commit (short hash), with ``+changes`` when tracked files differ from it; ``unknown``
+    outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=30)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, timeout=30)
+        return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
