@@ -107,7 +107,7 @@ HOLD = 0.9
         ("reach", "minimal", 40000, 1),
         ("branches_sparse", "minimal", 30000, 1),
         # The issue's config on hybrid actions, where every seed fell with one-step targets: with n_step 2,
-        # 1.0 at 9k / 10k and 0.99 of the best at 30k on these seeds (bench/results/issue14-same-run/).
+        # 1.0 at 9k / 10k and 0.99 of the best at 30k on these seeds (bench/results/fast-sac-vs-sac-discrete-2026-11-25/).
         ("hybrid", "issue", 30000, 1),
         ("hybrid", "issue", 30000, 2),
     ],
