@@ -12,7 +12,8 @@ import numpy as np
 from mlagents.torch_utils import nn, torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec
 
-from mlagents_plugins.muzero_repr.networks import encode_actions, random_shift
+from mlagents_plugins.common.image_augment import augment
+from mlagents_plugins.muzero_repr.networks import encode_actions
 from mlagents_plugins.muzero_repr.targets import (
     ACTIONS_AFTER_END_RANDOM,
     actions_for_unroll,
@@ -39,13 +40,6 @@ class ModelBatch(NamedTuple):
     valid_t: torch.Tensor  # [B, W] bool
     boot_obs: List[torch.Tensor]  # next_obs of the bootstrap rows, each [B * (K+1), ...]
     boot_rows_k: torch.Tensor  # [B, K+1] window row of each bootstrap
-
-
-def augment(obs: List[torch.Tensor], pad: int, torch_rng: torch.Generator) -> List[torch.Tensor]:
-    """DrQ random shifts of the visual observations (``[B, C, H, W]``) when ``pad > 0``; vectors unchanged."""
-    if pad <= 0:
-        return obs
-    return [random_shift(o, pad, torch_rng) if o.dim() == 4 else o for o in obs]
 
 
 def random_actions(action_spec: ActionSpec, b: int, k: int, torch_rng: torch.Generator,

@@ -162,24 +162,3 @@ class MuZeroModel(nn.Module):
     def consistency_target(self, latent: torch.Tensor) -> torch.Tensor:
         return self.projector(latent)
 
-
-def random_shift(obs: torch.Tensor, pad: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:
-    """DrQ-style augmentation (Kostrikov et al. 2020): replicate-pad ``[B, C, H, W]`` by ``pad`` and crop
-    back at a random offset per sample (an integer shift of up to ``pad`` pixels in each direction)."""
-    if obs.dim() != 4:
-        raise ValueError(f"random_shift needs [B, C, H, W] observations, got shape {tuple(obs.shape)}")
-    if pad <= 0:
-        return obs
-    b, c, h, w = obs.shape
-    padded = nn.functional.pad(obs, (pad, pad, pad, pad), mode="replicate")
-    # Offsets are drawn on the generator's device (a CPU generator under --torch-device cuda, where the trainer
-    # thread's default device is the GPU), then moved to the observations'.
-    rng_device = generator.device if generator is not None else obs.device
-    dx = torch.randint(0, 2 * pad + 1, (b,), generator=generator, device=rng_device).to(obs.device)
-    dy = torch.randint(0, 2 * pad + 1, (b,), generator=generator, device=rng_device).to(obs.device)
-    rows = dy.view(b, 1) + torch.arange(h, device=obs.device).view(1, h)  # [B, H]
-    cols = dx.view(b, 1) + torch.arange(w, device=obs.device).view(1, w)  # [B, W]
-    bi = torch.arange(b, device=obs.device).view(b, 1, 1)
-    # Advanced indexing over (batch, row, col) keeps channels: result [B, H, W, C] -> back to [B, C, H, W].
-    out = padded.permute(0, 2, 3, 1)[bi, rows.view(b, h, 1), cols.view(b, 1, w)]
-    return out.permute(0, 3, 1, 2).contiguous()

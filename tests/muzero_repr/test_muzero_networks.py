@@ -1,10 +1,11 @@
-"""Learned-model networks: shapes for vector and visual observations, gradient scaling, augmentation."""
+"""Learned-model networks: shapes for vector and visual observations, gradient scaling; batch draws."""
 import pytest
 import torch
 from mlagents.trainers.settings import NetworkSettings
 from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
 
-from mlagents_plugins.muzero_repr.networks import MuZeroModel, encode_actions, random_shift
+from mlagents_plugins.common.image_augment import random_shift
+from mlagents_plugins.muzero_repr.networks import MuZeroModel, encode_actions
 
 
 def vec_spec(n):
@@ -68,21 +69,6 @@ def test_recurrent_gradient_scaling_is_applied():
     assert torch.allclose(g5_repr, 0.25 * g1_repr, rtol=1e-4, atol=1e-7)
     # ... while the head reading the last step directly is unaffected.
     assert torch.allclose(g5_head, g1_head, rtol=1e-5, atol=1e-7)
-
-
-def test_random_shift_shifts_within_pad():
-    obs = torch.arange(2 * 1 * 5 * 5, dtype=torch.float32).reshape(2, 1, 5, 5)
-    g = torch.Generator().manual_seed(3)
-    out = random_shift(obs, 2, generator=g)
-    assert out.shape == obs.shape
-    padded = torch.nn.functional.pad(obs, (2, 2, 2, 2), mode="replicate")
-    for b in range(2):
-        matches = [(dy, dx) for dy in range(5) for dx in range(5)
-                   if torch.equal(padded[b, :, dy:dy + 5, dx:dx + 5], out[b])]
-        assert matches, "output must be a crop of the padded image"
-    assert torch.equal(random_shift(obs, 0), obs)
-    with pytest.raises(ValueError, match="B, C, H, W"):
-        random_shift(torch.zeros(2, 5), 2)
 
 
 def test_random_draws_follow_the_generator_not_the_threads_default_device():

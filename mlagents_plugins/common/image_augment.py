@@ -1,0 +1,56 @@
+"""DrQ's random shifts of camera frames (Kostrikov et al. 2020, "Image Augmentation Is All You Need"; Yarats et al.
+2021, DrQ-v2): every image of a sampled batch is replicate-padded by ``pad`` pixels on each side and cropped back
+to its size at a random offset, i.e. moved by a whole number of pixels in ``[-pad, pad]`` in each direction, its
+border pixels repeated into the gap.  One implementation for every trainer that augments (fast_sac, muzero_repr).
+
+Replicate padding followed by a crop at offset ``(dy, dx)`` reads the source pixel
+``(clamp(i + dy - pad, 0, H - 1), clamp(j + dx - pad, 0, W - 1))`` for output pixel ``(i, j)``, so the shift is
+computed as that one gather: no padded copy is made, and it works for any dtype (uint8 frames as stored, or
+float) and keeps the input's memory format (contiguous or channels-last).
+"""
+from typing import List, Optional
+
+from mlagents.torch_utils import torch
+
+
+def shift_images(obs: torch.Tensor, dx: torch.Tensor, dy: torch.Tensor, pad: int) -> torch.Tensor:
+    """``obs`` [B, C, H, W] with sample ``b`` moved as a replicate-padded crop at column offset ``dx[b]`` and row
+    offset ``dy[b]`` (each in ``[0, 2 * pad]``; ``pad`` is no shift)."""
+    if obs.dim() != 4:
+        raise ValueError(f"random_shift needs [B, C, H, W] observations, got shape {tuple(obs.shape)}")
+    b, c, h, w = obs.shape
+    if tuple(dx.shape) != (b,) or tuple(dy.shape) != (b,):
+        raise ValueError(f"dx and dy must have shape [{b}], got {list(dx.shape)} and {list(dy.shape)}")
+    rows = (dy.view(b, 1) - pad + torch.arange(h, device=obs.device).view(1, h)).clamp_(0, h - 1)  # [B, H]
+    cols = (dx.view(b, 1) - pad + torch.arange(w, device=obs.device).view(1, w)).clamp_(0, w - 1)  # [B, W]
+    bi = torch.arange(b, device=obs.device).view(b, 1, 1)
+    # Advanced indices around the channel slice: the result is [B, H, W, C], back to [B, C, H, W] as a view.
+    out = obs[bi, :, rows.view(b, h, 1), cols.view(b, 1, w)].permute(0, 3, 1, 2)
+    channels_last = c > 1 and obs.is_contiguous(memory_format=torch.channels_last) and not obs.is_contiguous()
+    return out.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+
+
+def random_shift(obs: torch.Tensor, pad: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """DrQ random shift of ``[B, C, H, W]`` images by up to ``pad`` pixels (``shift_images`` at uniform offsets);
+    ``pad <= 0`` returns ``obs`` itself.
+
+    The offsets (columns, then rows) are drawn on the generator's device (a CPU generator under
+    ``--torch-device cuda``, where the trainer thread's default device is the GPU), then moved to the images'.
+    """
+    if obs.dim() != 4:
+        raise ValueError(f"random_shift needs [B, C, H, W] observations, got shape {tuple(obs.shape)}")
+    if pad <= 0:
+        return obs
+    b = obs.shape[0]
+    rng_device = generator.device if generator is not None else obs.device
+    dx = torch.randint(0, 2 * pad + 1, (b,), generator=generator, device=rng_device).to(obs.device)
+    dy = torch.randint(0, 2 * pad + 1, (b,), generator=generator, device=rng_device).to(obs.device)
+    return shift_images(obs, dx, dy, pad)
+
+
+def augment(obs: List[torch.Tensor], pad: int, generator: Optional[torch.Generator]) -> List[torch.Tensor]:
+    """``random_shift`` of each image (``[B, C, H, W]``) of an observation list when ``pad > 0``, independent
+    offsets per image and sample; vectors (and everything when ``pad <= 0``) unchanged."""
+    if pad <= 0:
+        return obs
+    return [random_shift(o, pad, generator) if o.dim() == 4 else o for o in obs]
