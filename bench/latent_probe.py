@@ -87,15 +87,13 @@ def critic_view(opt, latent, truth: Dict[str, np.ndarray], seed: int) -> Dict[st
 
 
 def _q1(opt, latent, actions):
-    q1, _ = opt.q_net([latent], actions, first_only=True)
+    q1, _ = opt.head.q_net([latent], actions, first_only=True)
     return q1.reshape(-1)
 
 
 def gradient_routes(trainer) -> Dict[str, float]:
     """Norm of the gradient each loss sends into h (one replay batch; nothing is stepped)."""
     import torch
-
-    from mlagents_plugins.fast_sac import losses as sac_losses
 
     opt = trainer.optimizer
     h_params = [p for p in opt.actor.representation.parameters()]
@@ -108,7 +106,7 @@ def gradient_routes(trainer) -> Dict[str, float]:
     mb = trainer.sample_model_batch()
     fwd = opt.model_loss(mb)
     w = opt.loss_weights
-    K = opt.hp.num_unroll_steps
+    K = opt.hyperparameters.num_unroll_steps
     scale = torch.full((K + 1,), 1.0 / max(K, 1))
     scale[0] = 1.0
     out["model value"] = norm_of(w.value * (fwd.losses.value_k * scale).sum())
@@ -121,16 +119,7 @@ def gradient_routes(trainer) -> Dict[str, float]:
     z_tm1 = opt.actor.representation(rb.obs)  # attached, whatever the trainer does
     with torch.no_grad():
         z_t = opt.actor.representation(rb.next_obs)
-    hp = opt.hp
-    losses = sac_losses.sac_losses(
-        opt._actor_on_latent, opt.q_net, opt.q_net.frozen, opt.target_q,
-        s_tm1=[z_tm1], a_tm1_cont=rb.cont_actions, a_tm1_disc=rb.disc_actions, mask_tm1=rb.action_mask,
-        r_t=rb.r_t, discount_t=rb.discount_t, valid_t=rb.valid_t, s_t=[z_t], mask_t=rb.next_action_mask,
-        log_alpha_cont=opt.temperatures.log_alpha_cont, log_alpha_disc=opt.temperatures.log_alpha_disc,
-        target_entropy_cont=opt.target_entropy_cont, discrete_entropy_scale=hp.discrete_target_entropy_scale,
-        branches=opt.branches, cont_size=opt.action_spec.continuous_size, actor_min_q=opt.actor_min_q,
-        weights=rb.weights, policy_s_tm1=[z_tm1], entropy_reward=opt.entropy_reward,
-    )
+    losses = opt.head.losses(opt._actor_on_latent, rb, [z_tm1], [z_t], policy_s_tm1=[z_tm1])
     out["critic TD (if attached)"] = norm_of(losses.q1_loss + losses.q2_loss)
     out["actor (if attached)"] = norm_of(losses.policy_loss)
     out["trainer lets the critic's gradient in"] = bool(opt.actor.network_body.rl_gradient_to_repr)
@@ -174,7 +163,7 @@ def main(argv=None) -> None:
         with torch.no_grad():
             latent = opt.actor.representation(tensors)
             fresh = Representation(trainer.policy.behavior_spec.observation_specs,
-                                   trainer.trainer_settings.network_settings, opt.hp.latent_size)(tensors)
+                                   trainer.trainer_settings.network_settings, opt.hyperparameters.latent_size)(tensors)
         record["probe R2: trained latent"] = probe_table(latent.numpy(), truth)
         record["probe R2: untrained h"] = probe_table(fresh.numpy(), truth)
         record["critic"] = critic_view(opt, latent, truth, args.seed)

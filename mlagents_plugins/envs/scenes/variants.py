@@ -49,7 +49,7 @@ VARIANT_SPECS: Tuple[VariantSpec, ...] = (
     VariantSpec("balance_small_reward", "BalanceSmallReward", "balance", TUNING, threshold=0.5, reward_scale=0.1),
     VariantSpec("branches_sparse", "BranchesSparse", "branches", TUNING, threshold=0.7, success_reward_only=True),
     VariantSpec("camera_gray18", "CameraGray18", "camera", TUNING, threshold=0.6, image_size=18, image_channels=1),
-    VariantSpec("reach_continuous_camera24", "ReachContinuousCamera24", "reach_continuous", TUNING, threshold=0.8,
+    VariantSpec("reach_continuous_camera24", "ReachContinuousCamera24", "reach_continuous", TUNING, threshold=1.0,
                 camera_size=24),
     # --- validation ---
     VariantSpec("balance_big_reward_long", "BalanceBigRewardLong", "balance", VALIDATION, threshold=150.0,
@@ -64,10 +64,10 @@ VARIANT_SPECS: Tuple[VariantSpec, ...] = (
     VariantSpec("reach_sparse_distractors", "ReachSparseDistractors", "reach", VALIDATION, threshold=0.8,
                 success_reward_only=True, distractor_obs=8),
     # Continuous goal reaching (issue #41): sensor noise on the 8-float vector, and a larger camera image.
-    VariantSpec("reach_continuous_noisy", "ReachContinuousNoisy", "reach_continuous", VALIDATION, threshold=1.2,
+    VariantSpec("reach_continuous_noisy", "ReachContinuousNoisy", "reach_continuous", VALIDATION, threshold=1.0,
                 obs_noise_std=0.05),
     VariantSpec("reach_continuous_camera32", "ReachContinuousCamera32", "reach_continuous", VALIDATION,
-                threshold=0.8, camera_size=32),
+                threshold=1.0, camera_size=32),
 )
 
 
