@@ -64,7 +64,8 @@ def trace(env, names, steps, seed=0):
 # Every base scene, the variants that change what goes over the wire (image size and channels, vector and
 # action sizes), and a scene with two behaviors.
 @pytest.mark.parametrize("scene", sorted(SCENES) + ["camera_gray18", "camera36", "balance_distractors",
-                                                    "reach_sparse_distractors", "balance_and_reach"])
+                                                    "reach_sparse_distractors", "reach_continuous_camera32",
+                                                    "balance_and_reach"])
 def test_grpc_matches_in_process_exactly(builds, scene, tmp_path):
     """Handshake, specs, episode ends (success/failure/time-out), masks, PNG images: all bit-identical, for
     every behavior of the scene."""

@@ -40,9 +40,10 @@ def rollout(scene, policy, decisions, seed=0):
 
 
 def test_registry_keys_and_names():
-    assert set(SCENES) == {"balance", "branches", "camera", "hybrid", "reach", "switching"}
-    assert [SCENES[k].behavior_name for k in NAMES] == ["Balance", "Branches", "Camera", "Hybrid", "Reach", "Switching"]
-    with pytest.raises(ValueError, match="scene='nope'.*allowed: balance, balance_and_reach, balance_big_reward_long, .*, reach, reach_sparse_distractors, switching,"):
+    assert set(SCENES) == {"balance", "branches", "camera", "hybrid", "reach", "reach_continuous", "switching"}
+    assert [SCENES[k].behavior_name for k in NAMES] == ["Balance", "Branches", "Camera", "Hybrid", "Reach",
+                                                         "ReachContinuous", "Switching"]
+    with pytest.raises(ValueError, match="scene='nope'.*allowed: balance, balance_and_reach, balance_big_reward_long, .*, reach, reach_continuous, .*, reach_sparse_distractors, switching,"):
         scene_class("nope")
 
 
@@ -291,3 +292,54 @@ def test_reach_has_two_unmasked_branches_and_rewards_by_hand():
     obs = scene.observe()[0]
     # slot 0 now at (1, -1), target (3, -2): delta (2, -1), edge cells towards the target: x 3, y 3
     np.testing.assert_allclose(obs[0], [1 / HALF, -1 / HALF, 2 / HALF, -1 / HALF, 3 / (2 * HALF), 3 / (2 * HALF)], atol=1e-6)
+
+
+def test_reach_continuous_dynamics_and_rewards_by_hand():
+    from mlagents_plugins.envs.scenes.reach_continuous import (
+        ACCEL, DRAG, FAIL_PENALTY, MAX_SPEED, ReachContinuousScene, _min_distance,
+    )
+
+    scene = ReachContinuousScene(num_areas=1, seed=3, max_episode_steps=2)
+    n = scene.num_agents
+    assert n == 8 and scene.action_spec.continuous_size == 2 and scene.action_spec.discrete_size == 0
+    scene.pos[:] = 0.0
+    scene.vel[:] = 0.0
+    scene.target[:] = [0.5, -0.25]
+    scene.vel[1] = [0.02, 0.0]
+    scene.pos[2] = [0.99, 0.0]  # pushed out of the arena: failure
+    scene.vel[2] = [0.05, 0.0]
+    scene.target[3] = [0.02, 0.0]  # within reach after one step: +1 and a new target, the episode goes on
+    act = np.zeros((n, 2), dtype=np.float32)
+    act[0] = [1.0, -0.5]
+    act[1] = [-1.0, 0.0]
+    before = np.linalg.norm(scene.target - scene.pos, axis=1)
+    res = scene.step(ActionTuple(continuous=act))
+    vel = DRAG * np.array([[0.0, 0.0], [0.02, 0.0]]) + ACCEL * act[:2]
+    after = np.linalg.norm(np.array([0.5, -0.25]) - vel, axis=1)
+    np.testing.assert_allclose(res.reward[:2], before[:2] - after, rtol=1e-5)
+    assert res.done[2] and not res.success[2] and not res.interrupted[2]
+    np.testing.assert_allclose(res.reward[2], before[2] - np.linalg.norm([0.5 - 0.99 - DRAG * 0.05, -0.25 - 0.0])
+                               - FAIL_PENALTY, rtol=1e-5)
+    assert not res.done[3] and scene.reached[3] == 1
+    np.testing.assert_allclose(res.reward[3], before[3] - 0.02 + 1.0, rtol=1e-5)
+    assert np.linalg.norm(scene.target[3] - scene.pos[3]) >= _min_distance(scene.difficulty[3]) - 1e-9
+    assert not res.done[:2].any() and not res.done[4:].any()
+    obs = scene.observe()[0]
+    # slot 1 kept going: position, velocity / MAX_SPEED, target, target - position
+    np.testing.assert_allclose(obs[1], [vel[1, 0], 0.0, vel[1, 0] / MAX_SPEED, 0.0, 0.5, -0.25, 0.5 - vel[1, 0], -0.25],
+                               rtol=1e-5, atol=1e-7)
+    # the time-out: a success for the slot that reached a target, not for the others
+    res = scene.step(ActionTuple(continuous=np.zeros((n, 2), np.float32)))
+    assert res.interrupted[3] and res.success[3] and res.interrupted[0] and not res.success[0]
+
+
+def test_reach_continuous_targets_keep_the_start_distance():
+    from mlagents_plugins.envs.scenes.reach_continuous import ReachContinuousScene, _min_distance
+
+    scene = ReachContinuousScene(num_areas=4, seed=11)
+    for _ in range(40):
+        dist = np.linalg.norm(scene.target - scene.pos, axis=1)
+        fresh = scene.episode_step == 0
+        assert (dist[fresh] >= _min_distance(scene.difficulty[fresh]) - 1e-9).all()
+        assert (np.abs(scene.target) <= 1.0).all()
+        scene.step(scene.heuristic())

@@ -122,3 +122,36 @@ def test_noise_is_seeded_and_leaves_the_dynamics_alone():
     np.testing.assert_array_equal(r1, base_r)  # the expert reads the true state: same episodes
     noise = np.concatenate([a[0] - b[0] for a, b in zip(o1, base_o)])
     assert 0.04 < noise.std() < 0.06
+
+
+def test_reach_continuous_camera_shows_the_body_and_the_target_where_they_are():
+    """The camera variants see the vector scene's state: body in red, target in green, each at its position in the
+    image (row 0 = top = largest y), the velocity as the small vector; same dynamics under the same actions."""
+    from mlagents_plugins.envs.scenes.reach_continuous import FLOOR, MAX_SPEED, OUTSIDE, VIEW_HALF
+
+    for name, size in (("reach_continuous_camera24", 24), ("reach_continuous_camera32", 32)):
+        base = SCENES["reach_continuous"](num_areas=1, seed=4)
+        cam = scene_class(name)(num_areas=1, seed=4)
+        assert [tuple(s.shape) for s in cam.observation_specs] == [(3, size, size), (2,)]
+        rng = np.random.default_rng(2)
+        for _ in range(12):
+            act = ActionTuple(continuous=rng.uniform(-1, 1, (8, 2)).astype(np.float32))
+            rb, rc = base.step(act), cam.step(act)
+            np.testing.assert_array_equal(rb.reward, rc.reward)
+        image, vector = cam.observe()
+        np.testing.assert_allclose(vector, cam.vel / MAX_SPEED, rtol=1e-6)
+        assert np.all(np.round(image * 255) == image * 255)  # 8-bit steps, as PNG carries them exactly
+        centres = (np.arange(size) + 0.5) / size * 2 * VIEW_HALF - VIEW_HALF
+        background = np.where((np.abs(centres)[:, None] <= 1.0) & (np.abs(centres)[None, :] <= 1.0), FLOOR, OUTSIDE)
+        for channel, where in ((0, cam.pos), (1, cam.target)):
+            weight = np.maximum(image[:, channel] - background, 0.0)  # the disc alone
+            x = (weight * centres[None, None, :]).sum((1, 2)) / weight.sum((1, 2))
+            y = (weight * centres[::-1][None, :, None]).sum((1, 2)) / weight.sum((1, 2))
+            np.testing.assert_allclose(np.stack([x, y], 1), where, atol=0.5 * 2 * VIEW_HALF / size)  # half a pixel
+
+
+def test_camera_size_needs_a_scene_with_a_camera():
+    from mlagents_plugins.envs.scenes.variants import VariantSpec, make_variant
+
+    with pytest.raises(ValueError, match="camera_size=24.*has no camera"):
+        make_variant(VariantSpec("x", "X", "balance", "tuning", threshold=1.0, camera_size=24), SCENES["balance"])

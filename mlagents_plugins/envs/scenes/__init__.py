@@ -1,4 +1,4 @@
-"""The headless stand-in scenes, by name (see docs/scenes.md): the six base scenes, their variants, and the
+"""The headless stand-in scenes, by name (see docs/scenes.md): the seven base scenes, their variants, and the
 scenes with several behaviors (``groups.py``)."""
 from typing import Dict, List, Tuple, Type, Union
 
@@ -9,6 +9,7 @@ from mlagents_plugins.envs.scenes.camera import CameraScene
 from mlagents_plugins.envs.scenes.groups import BalanceAndReach, SceneGroup
 from mlagents_plugins.envs.scenes.hybrid import HybridScene
 from mlagents_plugins.envs.scenes.reach import ReachScene
+from mlagents_plugins.envs.scenes.reach_continuous import ReachContinuousScene
 from mlagents_plugins.envs.scenes.switching import SwitchingScene
 from mlagents_plugins.envs.scenes.variants import TUNING, VALIDATION, VARIANT_SPECS, build_variants
 
@@ -18,6 +19,7 @@ SCENES: Dict[str, Type[Scene]] = {
     "camera": CameraScene,
     "hybrid": HybridScene,
     "reach": ReachScene,
+    "reach_continuous": ReachContinuousScene,
     "switching": SwitchingScene,
 }
 

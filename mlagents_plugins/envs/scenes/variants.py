@@ -41,6 +41,7 @@ class VariantSpec:
     ignored_actions: int = 0  # extra continuous actions that do nothing
     image_size: Optional[int] = None  # visual observations resampled (nearest) to this height and width
     image_channels: Optional[int] = None  # 1: luminance; None: the base scene's channels
+    camera_size: Optional[int] = None  # observe through the base scene's top-down camera at this size (scenes with ``camera_size``)
 
 
 VARIANT_SPECS: Tuple[VariantSpec, ...] = (
@@ -48,6 +49,8 @@ VARIANT_SPECS: Tuple[VariantSpec, ...] = (
     VariantSpec("balance_small_reward", "BalanceSmallReward", "balance", TUNING, threshold=0.5, reward_scale=0.1),
     VariantSpec("branches_sparse", "BranchesSparse", "branches", TUNING, threshold=0.7, success_reward_only=True),
     VariantSpec("camera_gray18", "CameraGray18", "camera", TUNING, threshold=0.6, image_size=18, image_channels=1),
+    VariantSpec("reach_continuous_camera24", "ReachContinuousCamera24", "reach_continuous", TUNING, threshold=1.0,
+                camera_size=24),
     # --- validation ---
     VariantSpec("balance_big_reward_long", "BalanceBigRewardLong", "balance", VALIDATION, threshold=150.0,
                 reward_scale=10.0, max_episode_steps=300),
@@ -60,17 +63,27 @@ VARIANT_SPECS: Tuple[VariantSpec, ...] = (
     # Where a learned model should pay (issue #15): success-only reward and observation values the task ignores.
     VariantSpec("reach_sparse_distractors", "ReachSparseDistractors", "reach", VALIDATION, threshold=0.8,
                 success_reward_only=True, distractor_obs=8),
+    # Continuous goal reaching (issue #41): sensor noise on the 8-float vector, and a larger camera image.
+    VariantSpec("reach_continuous_noisy", "ReachContinuousNoisy", "reach_continuous", VALIDATION, threshold=1.0,
+                obs_noise_std=0.05),
+    VariantSpec("reach_continuous_camera32", "ReachContinuousCamera32", "reach_continuous", VALIDATION,
+                threshold=1.0, camera_size=32),
 )
 
 
 def make_variant(spec: VariantSpec, base: Type[Scene]) -> Type[Scene]:
     """A ``Scene`` subclass of ``base`` with ``spec``'s changes (see ``VariantSpec``)."""
 
+    if spec.camera_size is not None and not hasattr(base, "camera_size"):
+        raise ValueError(f"variant {spec.name}: camera_size={spec.camera_size!r}, but {base.__name__} has no camera")
+
     class VariantScene(base):  # type: ignore[valid-type, misc]
         behavior_name = spec.behavior_name
         success_threshold = spec.threshold
         default_max_episode_steps = spec.max_episode_steps or base.default_max_episode_steps
         variant = spec
+        if spec.camera_size is not None:
+            camera_size = spec.camera_size
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
