@@ -26,6 +26,9 @@ COMMANDS: Tuple[Tuple[str, str, str, str], ...] = (
      "replay buffer bytes per transition, sampling speed, save/load/verify seconds (vector or 84x84x3 camera)"),
     ("ray", "bench.ray_scaling", "main",
      "environment-copy scaling: RayEnvManager against ML-Agents' SubprocessEnvManager (make bench-ray)"),
+    ("latent-probe", "bench.latent_probe", "main",
+     "what muzero_repr's latent holds (linear probes), what its critic ranks, where the representation's "
+     "gradient comes from, after an in-process run on a reach_continuous scene"),
     ("holding", "bench.holding", "main",
      "long in-process runs per seed: does a trainer hold what it learns (steps to threshold, best, final, dips)"),
 )

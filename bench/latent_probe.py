@@ -13,7 +13,7 @@ agents, ``--set key=value`` overrides of muzero_repr's own fields), then, on obs
   value, reward, consistency; the SAC critic's TD loss with the latent attached, whether or not the trainer
   attaches it; the actor loss), and whether the trainer's own update lets the critic's gradient in.
 
-    .venv/bin/python -m bench.latent_probe --scene reach_continuous --steps 20000 --seed 0 \
+    .venv/bin/python -m bench latent-probe --scene reach_continuous --steps 20000 --seed 0 \
         [--set rl_gradient_to_repr=true ...] [--json out.json]
 """
 import argparse
@@ -134,7 +134,7 @@ def main(argv=None) -> None:
     from mlagents_plugins.envs.harness import train_in_process
     from mlagents_plugins.muzero_repr.networks import Representation
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench latent-probe", description=__doc__.split("\n\n")[0])
     p.add_argument("--scene", default="reach_continuous")
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--seed", type=int, default=0)
@@ -176,6 +176,3 @@ def main(argv=None) -> None:
         with open(args.json, "a") as f:
             f.write(json.dumps(record) + "\n")
 
-
-if __name__ == "__main__":
-    main()

@@ -25,7 +25,7 @@ def test_help_lists_every_command_without_importing_torch():
 def test_unknown_command_is_refused_with_the_list(capsys):
     assert cli.main(["bogus"]) == 2
     err = capsys.readouterr().err
-    assert "unknown command 'bogus'" in err and "learn, defaults, speed, profile, replay, ray, holding" in err
+    assert "unknown command 'bogus'" in err and "learn, defaults, speed, profile, replay, ray, latent-probe, holding" in err
     assert cli.main([]) == 2
 
 
@@ -34,7 +34,8 @@ def test_unknown_command_is_refused_with_the_list(capsys):
                                         (["speed", "update", "--help"], "python -m bench speed update"),
                                         (["speed", "--help"], "python -m bench speed [all]"),
                                         (["replay", "--help"], "python -m bench replay"),
-                                        (["profile", "--help"], "python -m bench profile")])
+                                        (["profile", "--help"], "python -m bench profile"),
+                                        (["latent-probe", "--help"], "python -m bench latent-probe")])
 def test_every_command_has_its_own_help(argv, prog, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(argv)
