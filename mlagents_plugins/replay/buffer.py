@@ -420,17 +420,22 @@ class ReplayBuffer:
         """``name`` at ring indices ``idx``: the source field at the next row, a segment's final at its last row,
         zeros at rows never written."""
         flat = idx.reshape(-1)
-        segment = self._segment[flat]
-        written = segment >= 0
-        is_last = written & (self._segment_last[flat] == flat)
-        take = np.where(written & ~is_last, (flat + 1) % self._capacity, flat)
-        out = self._rows[self._successors[name]][self.physical(take)]
+        is_last = self._segment_last[flat] == flat
+        full = self._size == self._capacity  # then every row is written
+        written = None if full else self._segment[flat] >= 0
+        if not full:
+            is_last &= written
+        take = flat + 1
+        take[take == self._capacity] = 0
         ends = np.flatnonzero(is_last)
+        take[ends] = flat[ends]  # read below, then replaced by the segment's final
+        out = self._rows[self._successors[name]][self.physical(take)]
         if ends.size:
-            out[ends] = self._finals[name][segment[ends] % self._finals_slots]
-        blank = np.flatnonzero(~written)
-        if blank.size:
-            out[blank] = 0
+            out[ends] = self._finals[name][self._segment[flat[ends]] % self._finals_slots]
+        if written is not None:
+            blank = np.flatnonzero(~written)
+            if blank.size:
+                out[blank] = 0
         return out.reshape(idx.shape + self._fields[name].shape)
 
     def segment_ids(self, indices: np.ndarray) -> np.ndarray:
