@@ -183,7 +183,7 @@ def camera_study(args: argparse.Namespace) -> None:
     common = {"study": "replay-frames-once", "commit": _commit(), "frame_bytes": frame, "other_field_bytes": others,
               "time_horizon": args.time_horizon, "episode_steps": args.episode_steps}
     out: List[dict] = []
-    with tempfile.TemporaryDirectory(dir=args.dir) as d:  # noqa: SIM117
+    with tempfile.TemporaryDirectory(dir=args.dir) as d:
         for storage in ("memory", "disk"):
             kb0 = private_kb()
             if storage == "memory":

@@ -147,10 +147,18 @@ class DiskStorage:
             pass  # e.g. Windows keeps a mapped file; the next save's clean-up removes it
 
     def flush(self) -> None:
-        """Write every dirty page of every mapped array to disk and wait for it (msync)."""
-        for mapped in self._maps.values():
-            if not self.readonly:
-                mapped.flush()
+        """Write every dirty page of every mapped array to disk and wait for it (msync), then fsync each file and
+        the folder, so files created since the last flush (a grown finals table) and their sizes are durable."""
+        if self.readonly:
+            return
+        for key, mapped in self._maps.items():
+            mapped.flush()
+            fd = os.open(self.path_of(key), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(self.folder)
 
     def remove(self) -> None:
         """Delete this store's folder (a store no saved state refers to)."""
