@@ -5,11 +5,13 @@ The limit is ``RLIMIT_DATA`` set in the child (``limited_child.py``): it caps th
 an in-memory buffer lives, and leaves out shared file mappings, where a disk-backed buffer's rows are (pages of the
 kernel's cache, reclaimed under pressure).  A memory cgroup would also cap that cache, but needs privileges CI does
 not have.  The buffer (200k ``camera36`` rows, 3x36x36 frames) needs more than the limit: allocating it in memory
-fails under the same limit.  The default run writes a few thousand rows; the slow one writes more rows than the
-limit holds before it is killed.
+fails under the same limit.  The default run (in-process, ``limited_child.py``) writes a few thousand rows; of the
+slow ones, one writes more rows than the limit holds before the kill, one runs through ``mlagents-learn`` and a
+stand-in build.
 """
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import time
 import pytest
 
 from mlagents_plugins.replay.persistence import inspect_replay
+from mlagents_plugins.testing.ports import free_base_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -110,3 +113,66 @@ def test_disk_buffer_filled_beyond_allowed_memory_survives_kill_9_and_resumes(tm
     in_memory = subprocess.run(_child(tmp_path / "mem", "--storage", "memory", "--max-steps", "1000"), cwd=REPO,
                                env=_env(), capture_output=True, text=True, timeout=600)
     assert in_memory.returncode != 0 and "Unable to allocate" in in_memory.stdout + in_memory.stderr
+
+
+LEARN_CONFIG = """
+behaviors:
+  Camera36:
+    trainer_type: fast_sac
+    hyperparameters: {{buffer_size: {rows}, batch_size: 32, buffer_init_steps: 256, steps_per_update: 8,
+                      save_replay_buffer: true, replay_storage: disk, compile_update: false}}
+    network_settings: {{hidden_units: 32, num_layers: 1}}
+    max_steps: {max_steps}
+    summary_freq: 1000
+    checkpoint_interval: 1000
+    time_horizon: 64
+"""
+SAVED_ROWS = re.compile(r"Saved replay buffer \((\d+) rows\)")
+
+
+def _limit_data():
+    resource.setrlimit(resource.RLIMIT_DATA, (LIMIT_MB << 20, LIMIT_MB << 20))
+
+
+def _learn(tmp_path, builds, max_steps, *extra):
+    cfg = tmp_path / f"cfg_{max_steps}.yaml"
+    cfg.write_text(LEARN_CONFIG.format(rows=BUFFER_ROWS, max_steps=max_steps))
+    learn = os.path.join(os.path.dirname(sys.executable), "mlagents-learn")
+    return [learn, str(cfg), f"--env={builds}/Camera36", "--run-id=limited", f"--base-port={free_base_port()}",
+            f"--results-dir={tmp_path / 'results'}", "--no-graphics", "--torch-device", "cpu", "--timeout-wait", "60",
+            *extra]
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_mlagents_learn_with_a_disk_buffer_beyond_allowed_memory_survives_kill_9(tmp_path, builds):
+    log_path = tmp_path / "killed.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(_learn(tmp_path, builds, 50000), cwd=REPO, env=_env(), stdout=log,
+                                stderr=subprocess.STDOUT, preexec_fn=_limit_data)
+    try:
+        deadline = time.monotonic() + 900
+        while len(SAVED_ROWS.findall(log_path.read_text(errors="replace"))) < 2:
+            assert proc.poll() is None, f"mlagents-learn ended early:\n{log_path.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, log_path.read_text()[-4000:]
+            time.sleep(0.2)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    state = inspect_replay(tmp_path / "results" / "limited" / "Camera36" / "replay_buffer.mlreplay", verify=True)
+    assert state["storage"]["kind"] == "disk" and state["capacity"] == BUFFER_ROWS
+    saved_rows = [int(n) for n in SAVED_ROWS.findall(log_path.read_text(errors="replace"))]
+    assert state["count"] == saved_rows[-1]
+    resumed = subprocess.run(_learn(tmp_path, builds, state["extra"]["step"] + 1500, "--resume"), cwd=REPO,
+                             env=_env(), capture_output=True, text=True, timeout=900, preexec_fn=_limit_data)
+    text = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, text[-4000:]
+    loaded = re.search(r"Loaded replay buffer from .*: (\d+) rows, write position (\d+), (\d+) updates at step (\d+)",
+                       text)
+    assert loaded and int(loaded.group(1)) == state["count"] and int(loaded.group(4)) == state["extra"]["step"], \
+        text[-3000:]
+    assert SAVED_ROWS.search(text)
