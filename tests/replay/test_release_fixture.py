@@ -1,4 +1,4 @@
-"""Replay files written by release 0.1.0 (tests/data/release-0.1.0, made by the release code) load with the same
+"""Replay files written by release 0.1.0 (tests/data/release-0.1.0/replay, made by the release code) load with the same
 rows, samples, windows and priorities the release read from them, and a run resumes from them and trains on."""
 import importlib.util
 import os
@@ -11,7 +11,8 @@ from mlagents.trainers.agent_processor import AgentManagerQueue
 from mlagents_plugins.replay.persistence import inspect_replay, load_replay
 from tests.builders import behavior_spec, trajectory
 
-FIXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "release-0.1.0")
+FIXTURE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "release-0.1.0",
+                           "replay")
 _spec = importlib.util.spec_from_file_location("release_fixture", os.path.join(FIXTURE_DIR, "make_fixture.py"))
 release = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(release)  # the fixture's settings and seeds; puts tests/fast_sac on sys.path
