@@ -49,24 +49,17 @@ def test_the_limit_binds_an_in_memory_buffer_of_that_size():
     assert out.returncode != 0 and "Unable to allocate" in out.stderr, out.stderr[-2000:]
 
 
-def _wait_for_saves(proc, log_path, count, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        saves = SAVED.findall(log_path.read_text(errors="replace"))
-        if len(saves) >= count:
-            return
-        assert proc.poll() is None, f"the run ended early ({proc.returncode}):\n{log_path.read_text()[-4000:]}"
-        time.sleep(0.2)
-    raise AssertionError(f"fewer than {count} replay saves within {timeout_s} s:\n{log_path.read_text()[-4000:]}")
-
-
-def _kill_9_then_resume(tmp_path, first_args, saves_before_kill, resume_args, timeout_s):
-    log_path = tmp_path / "killed.log"
+def _run_and_kill_9(argv, log_path, saved, count, timeout_s, **popen):
+    """Start ``argv`` (output to ``log_path``), wait for ``count`` lines matching ``saved``, then SIGKILL it;
+    returns the log."""
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(_child(tmp_path, *first_args), cwd=REPO, env=_env(), stdout=log,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=log, stderr=subprocess.STDOUT, **popen)
     try:
-        _wait_for_saves(proc, log_path, saves_before_kill, timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while len(saved.findall(log_path.read_text(errors="replace"))) < count:
+            assert proc.poll() is None, f"the run ended early ({proc.returncode}):\n{log_path.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"fewer than {count} saves:\n{log_path.read_text()[-4000:]}"
+            time.sleep(0.2)
         time.sleep(1.0)  # rows after the last save reach the mapped files
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -74,7 +67,12 @@ def _kill_9_then_resume(tmp_path, first_args, saves_before_kill, resume_args, ti
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    killed = log_path.read_text(errors="replace")
+    return log_path.read_text(errors="replace")
+
+
+def _kill_9_then_resume(tmp_path, first_args, saves_before_kill, resume_args, timeout_s):
+    killed = _run_and_kill_9(_child(tmp_path, *first_args), tmp_path / "killed.log", SAVED, saves_before_kill,
+                             timeout_s)
     capacity = CAPACITY.search(killed)
     assert capacity and int(capacity.group(1)) == BUFFER_ROWS and capacity.group(3) == "disk", killed[-3000:]
     assert int(capacity.group(2)) > LIMIT_MB << 20  # the buffer is larger than the memory the run may use
@@ -146,26 +144,11 @@ def _learn(tmp_path, builds, max_steps, *extra):
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_mlagents_learn_with_a_disk_buffer_beyond_allowed_memory_survives_kill_9(tmp_path, builds):
-    log_path = tmp_path / "killed.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(_learn(tmp_path, builds, 50000), cwd=REPO, env=_env(), stdout=log,
-                                stderr=subprocess.STDOUT, preexec_fn=_limit_data)
-    try:
-        deadline = time.monotonic() + 900
-        while len(SAVED_ROWS.findall(log_path.read_text(errors="replace"))) < 2:
-            assert proc.poll() is None, f"mlagents-learn ended early:\n{log_path.read_text()[-4000:]}"
-            assert time.monotonic() < deadline, log_path.read_text()[-4000:]
-            time.sleep(0.2)
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    killed = _run_and_kill_9(_learn(tmp_path, builds, 50000), tmp_path / "killed.log", SAVED_ROWS, 2, 900,
+                             preexec_fn=_limit_data)
     state = inspect_replay(tmp_path / "results" / "limited" / "Camera36" / "replay_buffer.mlreplay", verify=True)
     assert state["storage"]["kind"] == "disk" and state["capacity"] == BUFFER_ROWS
-    saved_rows = [int(n) for n in SAVED_ROWS.findall(log_path.read_text(errors="replace"))]
+    saved_rows = [int(n) for n in SAVED_ROWS.findall(killed)]
     assert state["count"] == saved_rows[-1]
     resumed = subprocess.run(_learn(tmp_path, builds, state["extra"]["step"] + 1500, "--resume"), cwd=REPO,
                              env=_env(), capture_output=True, text=True, timeout=900, preexec_fn=_limit_data)
