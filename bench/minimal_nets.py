@@ -27,6 +27,7 @@ OFFPOLICY_BASE_SETTINGS = {
     "steps_per_update": "no per-update work (update cadence)",
     "reward_signal_steps_per_update": "no per-update work (extrinsic reward only)",
     "save_replay_buffer": "no per-update work (checkpointing)",
+    "replay_storage": "no update work: where the replay rows live (the minimal store keeps them in memory)",
     "init_replay_from": "no per-update work (start-up)",
     "fast_cpu_matmul": FAST_CPU_MATMUL,
     "compile_update": "no work: how the same losses are executed (torch.compile); the minimal loop runs eagerly",

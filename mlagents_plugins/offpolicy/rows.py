@@ -6,6 +6,10 @@ the actions taken, the action mask at ``t`` and ``t + 1``, the environment rewar
 ended by the environment, *not* by a time-out: only then is there no bootstrap).  Each trajectory chunk is
 added as one replay segment, so n-step windows stop at the chunk's end and bootstrap from its ``next_obs``.
 
+``next_obs_i`` and the next action mask are the next row's ``obs_i`` and action mask within a chunk, so the
+replay stores them once (``FieldSpec.next_of``): each frame once per transition, plus the chunk's final
+observation once per chunk.
+
 Visual observations (rank-3) are stored as uint8 (ML-Agents decodes PNG frames to ``k / 255`` exactly, so
 rounding back is lossless) and turned back into float on the training device.
 """
@@ -47,14 +51,14 @@ def transition_fields(spec: BehaviorSpec) -> Dict[str, FieldSpec]:
     for i, o in enumerate(spec.observation_specs):
         dtype = "uint8" if is_compact_obs(o.shape) else "float32"
         fields[obs_field(i)] = FieldSpec(tuple(o.shape), dtype)
-        fields[next_obs_field(i)] = FieldSpec(tuple(o.shape), dtype)
+        fields[next_obs_field(i)] = FieldSpec(tuple(o.shape), dtype, next_of=obs_field(i))
     a = spec.action_spec
     if a.continuous_size > 0:
         fields[CONT_ACTION] = FieldSpec((a.continuous_size,), "float32")
     if a.discrete_size > 0:
         fields[DISC_ACTION] = FieldSpec((a.discrete_size,), "int32")
         fields[ACTION_MASK] = FieldSpec((int(sum(a.discrete_branches)),), "bool")
-        fields[NEXT_ACTION_MASK] = FieldSpec((int(sum(a.discrete_branches)),), "bool")
+        fields[NEXT_ACTION_MASK] = FieldSpec((int(sum(a.discrete_branches)),), "bool", next_of=ACTION_MASK)
     fields[REWARD] = FieldSpec((), "float32")
     fields[TERMINAL] = FieldSpec((), "bool")
     return fields

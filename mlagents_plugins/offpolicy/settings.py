@@ -12,11 +12,16 @@ from mlagents_plugins.common import config_compat as compat
 from mlagents_plugins.common.validators import (
     fail,
     non_negative_int,
+    one_of,
     optional_bool,
     positive_float,
     positive_int,
     strict_bool,
 )
+
+
+#: values of ``replay_storage``
+REPLAY_STORAGES = ("memory", "disk")
 
 
 @attr.s(auto_attribs=True)
@@ -31,6 +36,11 @@ class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
     steps_per_update: float = attr.ib(default=1.0, validator=positive_float)
     # Save the replay buffer with every checkpoint and at exit, and restore it on --resume.
     save_replay_buffer: Any = attr.ib(default=False, validator=strict_bool)  # bool (see strict_bool)
+    # Where the replay rows live: "memory" (the process's RAM) or "disk" (memory-mapped files in the run's behavior
+    # folder, cached by the operating system: for a buffer larger than the RAM the trainer may use).  Sampling,
+    # saving and --resume behave the same; with save_replay_buffer a checkpoint writes only the small state next
+    # to the files, which then keep the last checkpoint's rows until the next one (see docs/replay.md).
+    replay_storage: str = attr.ib(default="memory", validator=one_of(*REPLAY_STORAGES))
     # Environment steps per update of the intrinsic reward providers (GAIL, curiosity, RND).
     reward_signal_steps_per_update: float = attr.ib(validator=positive_float)
     # Fill the replay buffer from another run's saved buffer before training: a replay file path or a run

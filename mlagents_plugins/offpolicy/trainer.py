@@ -22,19 +22,18 @@ only the extrinsic reward is present.  Steps before the buffer can serve a batch
 update does not come as a burst.  The counters are saved with the replay buffer, so ``--resume`` carries
 the ratio on exactly; without a saved buffer they are re-derived from the step (like ML-Agents).
 
-Replay persistence (``save_replay_buffer: true``): saved into the run's behavior folder at every checkpoint
-and at exit, loaded on ``--resume``.  A missing file gives a warning naming the path; a corrupt or mismatching
-file stops the run with the loader's error (saying also what the user can do), and that
-run then saves nothing on its way out, so the file stays byte-identical, never replaced by an empty buffer.
+Replay storage and persistence (``replay_storage``, ``save_replay_buffer``, ``init_replay_from``) belong to
+``self.replay_store`` (``offpolicy.replay_store.ReplayStore``): it makes the buffer (or loads it on ``--resume``)
+and saves it at every checkpoint and at exit.  A corrupt or mismatching file stops the run with the loader's
+error (saying also what the user can do), and that run then saves nothing on its way out, so the file stays
+byte-identical, never replaced by an empty buffer.
 """
 import abc
-import os
 from collections import defaultdict
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 from mlagents.trainers.buffer import AgentBuffer, BufferKey
-from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.policy import Policy
 from mlagents.trainers.policy.checkpoint_manager import ModelCheckpoint
 from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_reward_provider import (
@@ -43,24 +42,20 @@ from mlagents.trainers.torch_entities.components.reward_providers.extrinsic_rewa
 from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
-from mlagents_envs.timers import hierarchical_timer, timed
+from mlagents_envs.timers import timed
 
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
 from mlagents_plugins.host.atomic_checkpoint import CheckpointSaveError
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.offpolicy.extras import StepExtras
+from mlagents_plugins.offpolicy.replay_store import ReplayStore
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.replay.buffer import ReplayBuffer
-from mlagents_plugins.replay.errors import (
-    ReplayFileError,
-    ReplaySaveError,
-    resume_failure,
-)
+from mlagents_plugins.replay.errors import ReplaySaveError
 from mlagents_plugins.replay.specs import FieldSpec
 
 logger = get_logger(__name__)
 
-REPLAY_FILENAME = "replay_buffer.mlreplay"
 # Keys of the counters stored in the replay file's ``extra`` dict.
 EXTRA_STEP = "step"
 EXTRA_UPDATES = "num_updates"
@@ -98,7 +93,7 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
         self.replay: Optional[ReplayBuffer] = None
         self.num_updates = 0
         self.num_reward_signal_updates = 0
-        self.checkpoint_replay_buffer = self.hyperparameters.save_replay_buffer
+        self.replay_store = ReplayStore(self.artifact_path, self.trainer_settings, self.load)
         # Set when loading the replay buffer (or checking it) failed in ``add_policy``: the run is about to
         # stop, and nothing it would save on the way out (models, replay) may replace the files it loaded.
         self.load_failure: Optional[str] = None
@@ -152,64 +147,26 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
 
     # ------------------------------------------------------------------ policy / buffer setup
     def after_add_policy(self, policy: Policy) -> None:
-        self.replay = ReplayBuffer(
-            self.hyperparameters.buffer_size, self.replay_layout(policy.behavior_spec), prioritized=self.prioritized_replay
-        )
         # Without saved counters, assume the ratio was kept before (ML-Agents' behaviour on resume).
         self.num_updates = self._updates_due(self.hyperparameters.steps_per_update)
         self.num_reward_signal_updates = self._updates_due(self.hyperparameters.reward_signal_steps_per_update)
         try:
-            self._maybe_load_replay()
+            self.replay, extra = self.replay_store.open(self.replay_layout(policy.behavior_spec), self.prioritized_replay)
         except Exception as err:
             # ML-Agents saves every trainer's model on its way out, also after this error; without this mark
             # the exit-time save would write the empty buffer over the file that failed to load.
             self.load_failure = str(err)
-            if isinstance(err, ReplayFileError) and self.load and self.checkpoint_replay_buffer:
-                raise resume_failure(self.replay_path, err) from err
             raise
+        if extra is not None:
+            self._restore_counters(extra, self.replay_store.path)
+            logger.info(
+                f"Loaded replay buffer from {self.replay_store.path}: {self.replay.size} rows, write position "
+                f"{self.replay.write_pos}, {self.num_updates} updates at step {self._step}."
+            )
 
     @property
     def replay_path(self) -> str:
-        return os.path.join(self.artifact_path, REPLAY_FILENAME)
-
-    def _init_replay_path(self, value: str) -> str:
-        """``init_replay_from`` as a file path, or run id -> that run's file for this behavior."""
-        if os.path.isfile(value) or os.sep in value or value.endswith(".mlreplay"):
-            return value
-        results_dir = os.path.dirname(os.path.dirname(os.path.abspath(self.artifact_path)))
-        return os.path.join(results_dir, value, os.path.basename(self.artifact_path), REPLAY_FILENAME)
-
-    def _maybe_load_replay(self) -> None:
-        from mlagents_plugins.replay.persistence import load_replay
-
-        spec = self.replay_layout(self.policy.behavior_spec)
-        cap = self.hyperparameters.buffer_size
-        if self.load and self.checkpoint_replay_buffer:
-            path = self.replay_path
-            if not os.path.exists(path):
-                logger.warning(f"Resuming without a replay buffer: {path} does not exist; starting with an empty buffer.")
-            else:
-                self.replay, extra = load_replay(path, expected_fields=spec, capacity=cap)
-                self._restore_counters(extra, path)
-                logger.info(
-                    f"Loaded replay buffer from {path}: {self.replay.size} rows, write position "
-                    f"{self.replay.write_pos}, {self.num_updates} updates at step {self._step}."
-                )
-                return
-        init = self.hyperparameters.init_replay_from
-        if init is not None:
-            path = self._init_replay_path(init)
-            if not os.path.exists(path):
-                raise TrainerConfigError(
-                    f"hyperparameters.init_replay_from = {init!r}: replay file {path} does not exist."
-                )
-            self.replay, _ = load_replay(path, expected_fields=spec, capacity=cap)
-            logger.info(f"Initialised replay buffer from {path}: {self.replay.size} rows.")
-        if self.replay.prioritized != self.prioritized_replay:
-            raise TrainerConfigError(
-                f"the loaded replay buffer {'has' if self.replay.prioritized else 'has no'} priorities but "
-                f"prioritized_replay is {self.prioritized_replay}"
-            )
+        return self.replay_store.path
 
     def _restore_counters(self, extra: dict, path: str) -> None:
         saved_step = int(extra.get(EXTRA_STEP, self._step))
@@ -240,20 +197,11 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
             EXTRA_RNG: self.rng.bit_generator.state,
         }
 
-    def save_replay_buffer(self) -> None:
-        from mlagents_plugins.replay.persistence import save_replay
-
-        if self.replay is None or self.load_failure is not None:
-            return
-        with hierarchical_timer("save_replay_buffer"):
-            save_replay(self.replay_path, self.replay, self.replay_extra())
-        logger.info(f"Saved replay buffer ({self.replay.size} rows) to {self.replay_path}.")
-
     def _checkpoint(self) -> ModelCheckpoint:
         try:
             ckpt = super()._checkpoint()
-            if self.checkpoint_replay_buffer:
-                self.save_replay_buffer()
+            if self.hyperparameters.save_replay_buffer and self.replay is not None and self.load_failure is None:
+                self.replay_store.save(self.replay, self.replay_extra())
         except (CheckpointSaveError, ReplaySaveError) as err:
             self.save_failure = str(err)
             raise
@@ -276,6 +224,7 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
             )
             return
         super().save_model()
+        self.replay_store.discard_unsaved(self.replay)
 
     # ------------------------------------------------------------------ intake
     def _process_trajectory(self, trajectory: Trajectory) -> None:

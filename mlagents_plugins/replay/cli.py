@@ -37,6 +37,10 @@ def format_info(info: dict) -> str:
         f"prioritized:    {'yes' if info['prioritized'] else 'no'}",
         f"size on disk:   {info['bytes']} bytes ({_human_bytes(info['bytes'])})",
     ]
+    storage = info.get("storage") or {}
+    if storage.get("kind") == "disk":
+        lines.append(f"storage:        disk, rows in {storage['folder']}/ ({storage['physical_rows']} physical rows, "
+                     f"{storage['finals_slots']} segment finals)")
     if info.get("saved_unix") is not None:
         when = datetime.datetime.fromtimestamp(info["saved_unix"], tz=datetime.timezone.utc)
         lines.append(f"saved:          {when.isoformat(timespec='seconds')}")
@@ -45,7 +49,8 @@ def format_info(info: dict) -> str:
     lines.append("fields:")
     width = max(len(n) for n in info["fields"])
     for name, spec in info["fields"].items():
-        lines.append(f"  {name:<{width}}  {spec['dtype']:<8} shape {tuple(spec['shape'])}")
+        once = f"  (next row of {spec['next_of']}, stored once)" if spec.get("next_of") else ""
+        lines.append(f"  {name:<{width}}  {spec['dtype']:<8} shape {tuple(spec['shape'])}{once}")
     if info["extra"]:
         lines.append("saved counters / metadata:")
         for key, value in info["extra"].items():

@@ -1,6 +1,12 @@
-"""Field specifications of a replay buffer: one fixed per-row shape and numpy dtype per named field."""
+"""Field specifications of a replay buffer: one fixed per-row shape and numpy dtype per named field.
+
+A field may be declared the *successor* of another (``next_of``): its value at a row is the other field's value
+at the next row of the same segment (a transition's next observation is the following transition's
+observation).  The buffer then stores it once: only a segment's last row keeps its own value (the true final
+observation after a time-out or chunk end), in a small table; every other row reads the next row.
+"""
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -13,10 +19,12 @@ class FieldSpec:
     dtype string (``"float32"``, ``"uint8"``, ``"bool"``, ``"int64"``...).  Both are normalised on
     construction (shape to a tuple of ints, dtype to numpy's canonical name) so two specs written
     differently but meaning the same layout compare equal, which is what file/trainer spec checks rely on.
+    ``next_of``: the name of the field this one succeeds (see the module docstring), or None.
     """
 
     shape: Tuple[int, ...]
     dtype: str
+    next_of: Optional[str] = None
 
     def __post_init__(self) -> None:
         try:
@@ -36,6 +44,8 @@ class FieldSpec:
             raise ValueError(
                 f"FieldSpec.dtype must be a plain numeric or bool dtype, got {self.dtype!r}"
             )
+        if self.next_of is not None and (not isinstance(self.next_of, str) or not self.next_of):
+            raise ValueError(f"FieldSpec.next_of must be a field name or None, got {self.next_of!r}")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", dt.name)
 
@@ -43,15 +53,24 @@ class FieldSpec:
     def np_dtype(self) -> np.dtype:
         return np.dtype(self.dtype)
 
+    @property
+    def values(self) -> "FieldSpec":
+        """The same shape and dtype without ``next_of``: what one stored value of the field looks like."""
+        return FieldSpec(self.shape, self.dtype)
+
     def to_json(self) -> Dict[str, Any]:
-        return {"shape": list(self.shape), "dtype": self.dtype}
+        out: Dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
+        if self.next_of is not None:
+            out["next_of"] = self.next_of
+        return out
 
     @staticmethod
     def from_json(obj: Mapping[str, Any]) -> "FieldSpec":
-        return FieldSpec(tuple(obj["shape"]), str(obj["dtype"]))
+        return FieldSpec(tuple(obj["shape"]), str(obj["dtype"]), obj.get("next_of"))
 
     def __str__(self) -> str:
-        return f"{self.dtype}{list(self.shape)}"
+        link = f" (next of {self.next_of})" if self.next_of is not None else ""
+        return f"{self.dtype}{list(self.shape)}{link}"
 
 
 ReplaySpec = Dict[str, FieldSpec]
@@ -73,4 +92,23 @@ def as_replay_spec(fields: Mapping[str, Any]) -> ReplaySpec:
             raise ValueError(
                 f"field {name!r}: expected a FieldSpec or a (shape, dtype) pair, got {spec!r}"
             )
+    for name, spec in out.items():
+        if spec.next_of is None:
+            continue
+        source = out.get(spec.next_of)
+        if source is None or source.next_of is not None:
+            raise ValueError(
+                f"field {name!r} is declared next_of {spec.next_of!r}, which must be a stored field of the same "
+                f"buffer (not itself a next_of field); fields: {sorted(out)}"
+            )
+        if source.values != spec.values:
+            raise ValueError(
+                f"field {name!r} ({spec.values}) is declared next_of {spec.next_of!r} ({source.values}); "
+                "a successor field needs its source's shape and dtype"
+            )
     return out
+
+
+def successor_fields(fields: Mapping[str, FieldSpec]) -> Dict[str, str]:
+    """``{field: the field it succeeds}`` for the fields declared ``next_of``."""
+    return {name: spec.next_of for name, spec in fields.items() if spec.next_of is not None}

@@ -22,7 +22,7 @@ from .muzero_helpers import fill, make_trainer
 # Fields whose effect lies in the off-policy base (intake, cadence, replay persistence), shared by every
 # trainer built on it and tested there (tests/offpolicy, tests/replay).
 BASE_FIELDS = {"batch_size", "buffer_size", "buffer_init_steps", "steps_per_update", "save_replay_buffer",
-               "init_replay_from"}
+               "init_replay_from", "replay_storage"}
 # (field, value A, value B, spec kwargs, extra settings both runs use)
 EFFECTS = [
     ("learning_rate", 3e-4, 3e-3, dict(cont=2), {}),

@@ -171,6 +171,8 @@ def test_sample_batch_with_two_reward_streams(tmp_path):
     for n in (5, 7, 4):
         rows = {name: rng.uniform(-1, 1, size=(n,) + f.shape).astype(f.dtype) for name, f in trainer.replay.fields.items()}
         rows[R.REWARD] = np.arange(n, dtype=np.float32) + 1
+        for name, source in trainer.replay.successors.items():  # a row's next observation is the next row's
+            rows[name][:-1] = rows[source][1:]
         trainer.replay.add(rows)
     trainer.update_reward_signals_once()  # curiosity pays 0 until its first update
     batch = trainer.sample_batch()
