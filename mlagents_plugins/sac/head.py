@@ -70,8 +70,8 @@ class SACHead:
     :param actor_params: the first Adam group (the parameters the actor loss moves); ``extra_params``, when given,
         a fourth group (same learning rate).
     :param loss_fn: the step's loss (the optimizer's: it supplies the actor and the states and calls
-        ``compute_losses``);
-        run through ``torch.compile`` when ``compile_update`` (eager fallback), its kernels chosen first.
+        ``compute_losses``), run through ``torch.compile`` when ``compile_update`` (eager fallback), its kernels
+        chosen first.
     """
 
     def __init__(
