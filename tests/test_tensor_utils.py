@@ -134,3 +134,17 @@ def test_polyak_update_moves_each_target_by_tau_of_the_gap():
     torch.testing.assert_close(target[0], torch.tensor([4.0, 0.0]))  # 0.75 * target + 0.25 * online, by hand
     torch.testing.assert_close(target[1], torch.tensor([[2.5]]))
     torch.testing.assert_close(online[0], torch.tensor([1.0, 3.0]))  # the online side is untouched
+
+
+def test_target_copy_is_an_equal_separate_module_without_gradients():
+    online = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    online[1].bias.requires_grad_(False)  # a frozen online tensor stays as it is
+    target = tu.target_copy(online)
+    pairs = list(zip(online.parameters(), target.parameters()))
+    assert len(pairs) == 4 and all(torch.equal(p, t) for p, t in pairs)
+    assert all(p.data_ptr() != t.data_ptr() for p, t in pairs)
+    assert not any(t.requires_grad for t in target.parameters())
+    assert [p.requires_grad for p in online.parameters()] == [True, True, True, False]
+    with torch.no_grad():
+        online[0].weight.add_(1.0)
+    assert not torch.equal(online[0].weight, target[0].weight)

@@ -1,12 +1,13 @@
 """Small pure pieces the trainers share, written once: shape checks, masked mean, the tanh-Gaussian
 log-density, per-stream discounts, freezing a module's weights for one pass (eagerly or under
-``torch.compile``), and the Polyak update of target networks.
+``torch.compile``), target copies and their Polyak update.
 
 Nothing here touches settings or module state beyond what it is given; ``tests/test_tensor_utils.py``
 compares each piece with an independent computation.  Tensor names follow the time-index convention of
 docs/TEAM.md (``r_t``, ``discount_t``, ``v_tm1``, ...).
 """
 import contextlib
+import copy
 import math
 from typing import Any, Iterator, Optional, Sequence
 
@@ -98,6 +99,14 @@ def call_frozen(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         return functional_call(module, tensors, args, kwargs)
     with frozen(module):
         return module(*args, **kwargs)
+
+
+def target_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A deep copy of ``module`` whose parameters take no gradient: a target network (moved by ``polyak_update_``
+    or copied from the online one, never by an optimizer)."""
+    target = copy.deepcopy(module)
+    target.requires_grad_(False)
+    return target
 
 
 def polyak_update_(online: Sequence[torch.Tensor], target: Sequence[torch.Tensor], tau: float) -> None:

@@ -127,7 +127,25 @@ def train_in_process(
     ``max_episode_steps``, ``decision_period``); ``resume`` continues a run found in
     ``output_dir/run_id`` (checkpoints and training_status.json), as ``mlagents-learn --resume``.
     """
-    for name, value in (("max_steps", max_steps), ("num_areas", num_areas), ("final_window", final_window)):
+    _check_arguments(config, max_steps=max_steps, num_areas=num_areas, final_window=final_window)
+    behavior = scene_class(scene).behavior_name
+    register_trainer_plugins()
+    patches.install_all()  # what mlagents-learn's start-up does through our stats-writer entry point
+    options = _run_options(config, behavior, max_steps=max_steps, seed=seed, num_areas=num_areas,
+                           output_dir=output_dir, run_id=run_id, resume=resume,
+                           environment_parameters=environment_parameters)
+    status_file = _start_training_status(options.checkpoint_settings.run_logs_dir, resume)
+    env_manager = _scene_env_manager(scene, num_areas=num_areas, seed=seed, scene_kwargs=scene_kwargs)
+    controller = _trainer_controller(options, seed=seed, run_id=run_id, resume=resume)
+    writer, wall = _run(controller, env_manager, behavior, status_file)
+    steps = max((int(t.get_step) for t in controller.trainers.values()), default=0)
+    return _result(writer, behavior, steps=steps, wall=wall, results_path=options.checkpoint_settings.write_path,
+                   final_window=final_window)
+
+
+def _check_arguments(config: Any, **counts: Any) -> None:
+    """``TrainerConfigError`` naming the argument: counts must be positive integers, ``config`` a behavior block."""
+    for name, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise TrainerConfigError(f"train_in_process: {name}={value!r} is invalid; must be a positive integer")
     if not isinstance(config, dict) or "trainer_type" not in config:
@@ -135,12 +153,24 @@ def train_in_process(
             f"train_in_process: config must be one behavior's trainer settings as a dict with a trainer_type, "
             f"got {config!r}"
         )
-    behavior = scene_class(scene).behavior_name
-    register_trainer_plugins()
-    patches.install_all()  # what mlagents-learn's start-up does through our stats-writer entry point
+
+
+def _run_options(
+    config: Dict[str, Any],
+    behavior: str,
+    *,
+    max_steps: int,
+    seed: int,
+    num_areas: int,
+    output_dir: str,
+    run_id: str,
+    resume: bool,
+    environment_parameters: Optional[Dict[str, Any]],
+) -> RunOptions:
+    """``RunOptions`` as ``mlagents-learn`` builds them from a YAML file and its command line."""
     behavior_config = dict(config)
     behavior_config["max_steps"] = max_steps
-    options = RunOptions.from_dict(
+    return RunOptions.from_dict(
         {
             "behaviors": {behavior: behavior_config},
             "environment_parameters": environment_parameters,
@@ -153,22 +183,34 @@ def train_in_process(
             "env_settings": {"seed": seed, "num_areas": num_areas},
         }
     )
-    ckpt = options.checkpoint_settings
-    write_path = ckpt.write_path
-    run_logs = ckpt.run_logs_dir
+
+
+def _start_training_status(run_logs: str, resume: bool) -> str:
+    """The run's ``training_status.json`` path; ML-Agents' process-wide training status starts clean (runs in one
+    process never share it) and, with ``resume``, from that file."""
     os.makedirs(run_logs, exist_ok=True)
     status_file = os.path.join(run_logs, TRAINING_STATUS_FILE)
-    # GlobalTrainingStatus is process-global: start clean so runs in one process never share it.
     GlobalTrainingStatus.saved_state.clear()
     if resume:
         GlobalTrainingStatus.load_state(status_file)
+    return status_file
 
+
+def _scene_env_manager(
+    scene: str, *, num_areas: int, seed: int, scene_kwargs: Optional[Dict[str, Any]]
+) -> "_SceneEnvManager":
+    """The scene in this process, with the side channels a Unity build has (environment parameters, stats)."""
     params_channel = EnvironmentParametersChannel()
     stats_channel = StatsSideChannel()
     env = SceneEnv(
         scene, num_areas=num_areas, seed=seed, side_channels=[params_channel, stats_channel], **(scene_kwargs or {})
     )
-    env_manager = _SceneEnvManager(env, params_channel, stats_channel)
+    return _SceneEnvManager(env, params_channel, stats_channel)
+
+
+def _trainer_controller(options: RunOptions, *, seed: int, run_id: str, resume: bool) -> TrainerController:
+    """ML-Agents' trainer factory and controller for ``options`` (curricula through its parameter manager)."""
+    write_path = options.checkpoint_settings.write_path
     param_manager = EnvironmentParameterManager(options.environment_parameters, seed, restore=resume)
     factory = TrainerFactory(
         trainer_config=options.behaviors,
@@ -180,7 +222,15 @@ def train_in_process(
         init_path=None,
         multi_gpu=False,
     )
-    controller = TrainerController(factory, write_path, run_id, param_manager, True, seed)
+    return TrainerController(factory, write_path, run_id, param_manager, True, seed)
+
+
+def _run(
+    controller: TrainerController, env_manager: "_SceneEnvManager", behavior: str, status_file: str
+) -> Tuple[_CaptureWriter, float]:
+    """Trains to the end with a writer capturing ``behavior``'s summaries; afterwards (also after an error) the writer
+    is removed, values no summary took are dropped, the scene is closed and the training status saved.  Returns
+    the writer and the wall seconds of training."""
     writer = _CaptureWriter(behavior)
     _drop_pending_stats(behavior)  # an earlier run in this process may have left values after its last summary
     StatsReporter.add_writer(writer)
@@ -194,8 +244,12 @@ def train_in_process(
         _drop_pending_stats(behavior)
         env_manager.close()
         GlobalTrainingStatus.save_state(status_file)
-    wall = time.time() - start
-    steps = max((int(t.get_step) for t in controller.trainers.values()), default=0)
+    return writer, time.time() - start
+
+
+def _result(
+    writer: _CaptureWriter, behavior: str, *, steps: int, wall: float, results_path: str, final_window: int
+) -> TrainingResult:
     rewards = list(writer.curves.get(STAT_CUMULATIVE_REWARD, []))
     success = list(writer.curves.get(STAT_SUCCESS_RATE, []))
     return TrainingResult(
@@ -205,7 +259,7 @@ def train_in_process(
         steps=steps,
         wall_seconds=wall,
         success_rate=_tail_mean(success, final_window),
-        results_path=write_path,
+        results_path=results_path,
         success_curve=success,
         stats={k: list(v) for k, v in writer.curves.items()},
     )

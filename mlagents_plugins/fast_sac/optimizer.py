@@ -15,9 +15,8 @@ from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
 
 from mlagents_plugins.common.compiled_step import compile_wanted
-from mlagents_plugins.sac.batch import SACBatch
 from mlagents_plugins.sac.head import SACHead
-from mlagents_plugins.sac.losses import SACLosses
+from mlagents_plugins.sac.losses import SACBatch, SACLosses
 from mlagents_plugins.sac.networks import sample_for_training
 from mlagents_plugins.sac.settings import SACHeadSettings
 
@@ -63,7 +62,7 @@ class FastSACOptimizer(TorchOptimizer):
         if self._normalize:
             self.head.q_net.copy_normalization_from(self.policy.actor.network_body)
             self.head.q_target.copy_normalization_from(self.policy.actor.network_body)
-        return self.head.losses(self._actor, batch, batch.obs, batch.next_obs)
+        return self.head.compute_losses(self._actor, batch)
 
     def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.compute_losses(batch)

@@ -22,7 +22,8 @@ from mlagents_plugins.muzero_repr.targets import (
 )
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.replay.buffer import ReplayBuffer
-from mlagents_plugins.sac.batch import SACBatch, window_batch
+from mlagents_plugins.sac.batch import window_batch
+from mlagents_plugins.sac.losses import SACBatch
 
 
 class ModelBatch(NamedTuple):
@@ -139,5 +140,5 @@ def rl_batch(
         replay, starts, weights, n_step, spec,
         lambda idx, window: (window[offpolicy_rows.REWARD] * scale)[..., None], [gamma], [1.0], device,
     )
-    return batch._replace(obs=augment(batch.obs, shift_pad, torch_rng),
-                          next_obs=augment(batch.next_obs, shift_pad, torch_rng))
+    return batch._replace(s_tm1=augment(batch.s_tm1, shift_pad, torch_rng),
+                          s_t=augment(batch.s_t, shift_pad, torch_rng))

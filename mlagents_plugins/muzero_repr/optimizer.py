@@ -15,7 +15,6 @@ The critic's latent is detached unless ``rl_gradient_to_repr`` (ALF's default: t
 representation); the actor's always is.
 Reward: the environment reward times the extrinsic signal's strength, discount its gamma.
 """
-import copy
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from mlagents.torch_utils import default_device, nn, torch
@@ -35,16 +34,15 @@ from mlagents_plugins.common.fast_kernels import (
     fuse_swish_,
     fused_adam_kwargs,
 )
-from mlagents_plugins.common.tensor_utils import polyak_update_
+from mlagents_plugins.common.tensor_utils import polyak_update_, target_copy
 from mlagents_plugins.muzero_repr import losses as muzero_losses
 from mlagents_plugins.muzero_repr.actor import MuZeroActor, latent_observation_spec
 from mlagents_plugins.muzero_repr.batch import ModelBatch
 from mlagents_plugins.muzero_repr.networks import MuZeroModel
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.muzero_repr.targets import UnrollTargets, compute_unroll_targets
-from mlagents_plugins.sac.batch import SACBatch
 from mlagents_plugins.sac.head import SACHead
-from mlagents_plugins.sac.losses import SACLosses
+from mlagents_plugins.sac.losses import SACBatch, SACLosses
 from mlagents_plugins.sac.networks import sample_for_training
 
 # ---- stats keys -------------------------------------------------------------------------------------
@@ -128,9 +126,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
         # Same function, one kernel (mlagents_plugins/common/fast_kernels.py); before the target copies are made.
         fuse_swish_(self.actor)
         fuse_swish_(self.model)
-        self.target_model = copy.deepcopy(self.model)
-        for p in self.target_model.parameters():
-            p.requires_grad_(False)
+        self.target_model = target_copy(self.model)
         adam = fused_adam_kwargs(self.device)
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate, **adam)
 
@@ -286,10 +282,11 @@ class MuZeroReprOptimizer(TorchOptimizer):
         sees it detached always, so only the critic's TD loss shapes h (SAC-AE, Yarats et al. 2019 Sec. 6, and
         DrQ: actor gradients into a shared encoder hurt).  The bootstrap latent carries no gradient.
         """
-        z_tm1 = self.actor.network_body.latent(batch.obs)
+        z_tm1 = self.actor.network_body.latent(batch.s_tm1)
         with torch.no_grad():
-            z_t = self.actor.representation(batch.next_obs)
-        return self.head.losses(self._actor_on_latent, batch, [z_tm1], [z_t], policy_s_tm1=[z_tm1.detach()])
+            z_t = self.actor.representation(batch.s_t)
+        latent = batch._replace(s_tm1=[z_tm1], s_t=[z_t], policy_s_tm1=[z_tm1.detach()])
+        return self.head.compute_losses(self._actor_on_latent, latent)
 
     def _rl_total(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.rl_losses(batch)

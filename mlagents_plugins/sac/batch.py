@@ -1,11 +1,11 @@
-"""Replay rows -> ``SACBatch``, the SAC head's typed batch: start rows (uniform or prioritized) and n-step windows,
+"""Replay rows -> ``SACBatch`` (``losses.SACBatch``, the SAC head's typed batch): start rows (uniform or prioritized) and n-step windows,
 shared by fast_sac and muzero_repr's SAC head so both feed ``losses.sac_losses`` the same tensors from the same rows.
 
 A window starts at a sampled row and takes the next ``n - 1`` rows of the same stored segment
 (``ReplayBuffer.sequence_indices``); its bootstrap observation is the ``next_obs`` of its last valid row, so
 a time-out bootstraps from the real final observation and a chunk end from the chunk's ``next_obs``.
 """
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 from mlagents.torch_utils import torch
@@ -15,24 +15,10 @@ from mlagents_plugins.common.tensor_utils import stream_discounts
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.replay.buffer import ReplayBuffer
 from mlagents_plugins.replay.prioritized import importance_weights
+from mlagents_plugins.sac.losses import SACBatch
 
 #: ``stream_rewards(idx [B, N], window rows) -> [B, N, S]`` float32 rewards per stream, strength applied.
 StreamRewards = Callable[[np.ndarray, Dict[str, np.ndarray]], np.ndarray]
-
-
-class SACBatch(NamedTuple):
-    """One minibatch on the training device. ``B`` rows, ``N`` n-step window, ``S`` reward streams."""
-
-    obs: List[torch.Tensor]  # observations at t, each [B, ...]
-    next_obs: List[torch.Tensor]  # observations after the window's last valid step, each [B, ...]
-    cont_actions: Optional[torch.Tensor]  # [B, C] taken continuous actions (tanh-squashed)
-    disc_actions: Optional[torch.Tensor]  # [B, K] taken discrete actions (long)
-    action_mask: Optional[torch.Tensor]  # [B, A] 1 = allowed, at t
-    next_action_mask: Optional[torch.Tensor]  # [B, A] at the bootstrap observation
-    r_t: torch.Tensor  # [B, N, S] rewards per stream (strength applied)
-    discount_t: torch.Tensor  # [B, N, S] gamma_s * (1 - terminal) (terminal ignored for ignore_done streams)
-    valid_t: torch.Tensor  # [B, N] bool, step belongs to the start row's segment
-    weights: Optional[torch.Tensor]  # [B] PER importance weights or None
 
 
 def annealed_per_beta(per_beta: float, step: int, max_steps: int) -> float:
@@ -103,14 +89,14 @@ def window_batch(
         return torch.from_numpy(np.ascontiguousarray(x)).to(device, non_blocking=True)
 
     return SACBatch(
-        obs=[offpolicy_rows.obs_to_tensor(head[offpolicy_rows.obs_field(i)], device) for i in range(n_obs)],
-        next_obs=[offpolicy_rows.obs_to_tensor(tail[offpolicy_rows.next_obs_field(i)], device) for i in range(n_obs)],
-        cont_actions=t(head[offpolicy_rows.CONT_ACTION]) if offpolicy_rows.CONT_ACTION in head else None,
-        disc_actions=t(head[offpolicy_rows.DISC_ACTION].astype(np.int64)) if offpolicy_rows.DISC_ACTION in head else None,
-        action_mask=t(head[offpolicy_rows.ACTION_MASK].astype(np.float32)) if offpolicy_rows.ACTION_MASK in head else None,
-        next_action_mask=t(tail[offpolicy_rows.NEXT_ACTION_MASK].astype(np.float32)) if offpolicy_rows.NEXT_ACTION_MASK in tail else None,
+        s_tm1=[offpolicy_rows.obs_to_tensor(head[offpolicy_rows.obs_field(i)], device) for i in range(n_obs)],
+        a_tm1_cont=t(head[offpolicy_rows.CONT_ACTION]) if offpolicy_rows.CONT_ACTION in head else None,
+        a_tm1_disc=t(head[offpolicy_rows.DISC_ACTION].astype(np.int64)) if offpolicy_rows.DISC_ACTION in head else None,
+        mask_tm1=t(head[offpolicy_rows.ACTION_MASK].astype(np.float32)) if offpolicy_rows.ACTION_MASK in head else None,
         r_t=t(rewards),
         discount_t=t(discount.astype(np.float32)),
         valid_t=t(valid),
+        s_t=[offpolicy_rows.obs_to_tensor(tail[offpolicy_rows.next_obs_field(i)], device) for i in range(n_obs)],
+        mask_t=t(tail[offpolicy_rows.NEXT_ACTION_MASK].astype(np.float32)) if offpolicy_rows.NEXT_ACTION_MASK in tail else None,
         weights=weights,
     )

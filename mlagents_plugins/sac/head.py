@@ -31,8 +31,7 @@ from mlagents_plugins.common.fast_kernels import (
 )
 from mlagents_plugins.common.tensor_utils import polyak_update_
 from mlagents_plugins.sac import losses
-from mlagents_plugins.sac.batch import SACBatch
-from mlagents_plugins.sac.losses import SACLosses
+from mlagents_plugins.sac.losses import SACBatch, SACLosses
 from mlagents_plugins.sac.networks import Temperatures, TwinQ
 from mlagents_plugins.sac.settings import SACHeadSettings
 
@@ -70,8 +69,9 @@ class SACHead:
         ``critic_network_settings`` shape the critics' bodies (muzero_repr: its latent as one vector observation).
     :param actor_params: the first Adam group (the parameters the actor loss moves); ``extra_params``, when given,
         a fourth group (same learning rate).
-    :param loss_fn: the step's loss (the optimizer's: it supplies the actor and the states and calls ``losses``);
-        run through ``torch.compile`` when ``compile_update`` (eager fallback), its kernels chosen first.
+    :param loss_fn: the step's loss (the optimizer's: it supplies the actor and the states and calls
+        ``compute_losses``), run through ``torch.compile`` when ``compile_update`` (eager fallback), its kernels
+        chosen first.
     """
 
     def __init__(
@@ -124,27 +124,22 @@ class SACHead:
         )
         self.loss_step = CompiledStep(loss_fn, compile_update, name)
 
-    def losses(
-        self,
-        actor: losses.ActorFn,
-        batch: SACBatch,
-        s_tm1: List[torch.Tensor],
-        s_t: List[torch.Tensor],
-        policy_s_tm1: Optional[List[torch.Tensor]] = None,
-    ) -> SACLosses:
-        """The four SAC losses of ``batch`` (``losses.sac_losses``) with ``s_tm1``/``s_t`` as the states the actor
-        and the critics see (``policy_s_tm1``: the actor loss's, default ``s_tm1``); no parameter changes."""
-        return losses.sac_losses(
+    def compute_losses(self, actor: losses.ActorFn, batch: SACBatch) -> SACLosses:
+        """The four SAC losses of ``batch`` (``losses.sac_losses``) with ``actor`` as the policy at a state; the
+        states are ``batch``'s (``s_tm1``, ``s_t``, ``policy_s_tm1``).  No parameter changes."""
+        nets = losses.SACNetworks(
             actor, self.q_net, self.q_net.frozen, self.q_target,
-            s_tm1=s_tm1, a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
-            r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,
-            s_t=s_t, mask_t=batch.next_action_mask,
-            log_alpha_cont=self.temperatures.log_alpha_cont, log_alpha_disc=self.temperatures.log_alpha_disc,
+            self.temperatures.log_alpha_cont, self.temperatures.log_alpha_disc,
+        )
+        settings = losses.SACLossSettings(
+            branches=self.branches,
+            cont_size=self.action_spec.continuous_size,
             target_entropy_cont=self.target_entropy_cont,
             discrete_entropy_scale=self.hyperparameters.discrete_target_entropy_scale,
-            branches=self.branches, cont_size=self.action_spec.continuous_size, actor_min_q=self.actor_min_q,
-            weights=batch.weights, policy_s_tm1=policy_s_tm1, entropy_reward=self.entropy_reward,
+            actor_min_q=self.actor_min_q,
+            entropy_reward=self.entropy_reward,
         )
+        return losses.sac_losses(nets, batch, settings)
 
     def update(self, batch: SACBatch, step: int) -> Tuple[Dict[str, float], SACLosses]:
         """One SAC step on ``batch`` at trainer step ``step`` (the learning rate's schedule): one backward of

@@ -260,6 +260,52 @@ CriticFn = Callable[[Any, Optional[torch.Tensor]], Tuple[torch.Tensor, torch.Ten
 FrozenCriticFn = Callable[[Any, Optional[torch.Tensor], bool], Tuple[torch.Tensor, Optional[torch.Tensor]]]
 
 
+class SACBatch(NamedTuple):
+    """One minibatch of n-step windows on the training device, the input of ``sac_losses``.  ``B`` rows, ``N``
+    window steps, ``S`` reward streams, ``C`` continuous action dimensions, ``K`` branches, ``A`` discrete actions.
+
+    The states are whatever the networks take: observation lists for fast_sac (``sac.batch.window_batch`` fills
+    them), the latent for muzero_repr, which also sets ``policy_s_tm1``.
+    """
+
+    s_tm1: Any  # state of the taken actions: observations, each [B, ...]
+    a_tm1_cont: Optional[torch.Tensor]  # [B, C] taken continuous actions (tanh-squashed)
+    a_tm1_disc: Optional[torch.Tensor]  # [B, K] taken discrete actions (long)
+    mask_tm1: Optional[torch.Tensor]  # [B, A] action mask at s_tm1, 1 = allowed (None: everything allowed)
+    r_t: torch.Tensor  # [B, N, S] rewards per stream (strength applied)
+    discount_t: torch.Tensor  # [B, N, S] gamma_s * (1 - terminal) (terminal ignored for ignore_done streams)
+    valid_t: torch.Tensor  # [B, N] bool, step belongs to the start row's segment
+    s_t: Any  # bootstrap state: after the window's last valid step
+    mask_t: Optional[torch.Tensor]  # [B, A] action mask at s_t
+    weights: Optional[torch.Tensor] = None  # [B] PER importance weights or None
+    # The state the actor loss sees (None: s_tm1); muzero_repr passes its latent detached, so the actor loss never
+    # reaches the representation (SAC-AE, Yarats et al. 2019, Sec. 6).
+    policy_s_tm1: Any = None
+
+
+class SACNetworks(NamedTuple):
+    """The learner as ``sac_losses`` sees it: callables for the networks, the log temperatures as parameters (the
+    temperature loss reaches them; the actor and the targets use them detached)."""
+
+    actor: ActorFn
+    critic: CriticFn
+    frozen_critic: FrozenCriticFn
+    target_critic: CriticFn
+    log_alpha_cont: torch.Tensor  # [1]
+    log_alpha_disc: torch.Tensor  # [K]
+
+
+class SACLossSettings(NamedTuple):
+    """What ``sac_losses`` computes, fixed for a behavior (``SACHead`` resolves it from the settings and the spec)."""
+
+    branches: Sequence[int]  # discrete branch sizes (empty without discrete actions)
+    cont_size: int  # continuous action dimensions
+    target_entropy_cont: float  # target entropy of the continuous temperature
+    discrete_entropy_scale: float  # a branch's target entropy is this times log(#allowed actions)
+    actor_min_q: bool  # actor objective on min(Q1, Q2) (SAC-2) instead of Q1 (TD3, ML-Agents' sac)
+    entropy_reward: bool = True  # the TD targets carry the entropy bonus (soft Q)
+
+
 class SACLosses(NamedTuple):
     q1_loss: torch.Tensor
     q2_loss: torch.Tensor
@@ -298,131 +344,141 @@ def _check_actor_output(name: str, out, b: int, cont_size: int, num_actions: int
         _check_shape(f"{name} log p_disc", lp_d, (b, num_actions))
 
 
-def sac_losses(
-    actor: ActorFn,
-    critic: CriticFn,
-    frozen_critic: FrozenCriticFn,
-    target_critic: CriticFn,
-    s_tm1: Any,
-    a_tm1_cont: Optional[torch.Tensor],
-    a_tm1_disc: Optional[torch.Tensor],
-    mask_tm1: Optional[torch.Tensor],
-    r_t: torch.Tensor,
-    discount_t: torch.Tensor,
-    valid_t: torch.Tensor,
-    s_t: Any,
-    mask_t: Optional[torch.Tensor],
-    log_alpha_cont: torch.Tensor,
-    log_alpha_disc: torch.Tensor,
-    target_entropy_cont: float,
-    discrete_entropy_scale: float,
-    branches: Sequence[int],
-    cont_size: int,
-    actor_min_q: bool,
-    weights: Optional[torch.Tensor] = None,
-    policy_s_tm1: Any = None,
-    entropy_reward: bool = True,
-) -> SACLosses:
+def _check_inputs(nets: SACNetworks, batch: SACBatch, settings: SACLossSettings) -> Tuple[int, int, int]:
+    """Shapes of everything ``sac_losses`` is given (an error names the field); returns ``(B, S, A)``, ``A`` the Q
+    outputs per stream (``max(sum(branches), 1)``)."""
+    if batch.r_t.dim() != 3:
+        raise ValueError(f"r_t must have shape [B, N, S], got {list(batch.r_t.shape)}")
+    b, n, s = batch.r_t.shape
+    k = len(settings.branches)
+    num_actions = int(sum(settings.branches))
+    _check_shape("discount_t", batch.discount_t, (b, n, s))
+    _check_shape("valid_t", batch.valid_t, (b, n))
+    _check_shape("log_alpha_cont", nets.log_alpha_cont, (1,))
+    _check_shape("log_alpha_disc", nets.log_alpha_disc, (k,))
+    if settings.cont_size > 0:
+        if batch.a_tm1_cont is None:
+            raise ValueError("a_tm1_cont is required with continuous actions")
+        _check_shape("a_tm1_cont", batch.a_tm1_cont, (b, settings.cont_size))
+    if k > 0:
+        if batch.a_tm1_disc is None:
+            raise ValueError("a_tm1_disc is required with discrete branches")
+        _check_shape("a_tm1_disc", batch.a_tm1_disc, (b, k))
+    for name, m in (("mask_tm1", batch.mask_tm1), ("mask_t", batch.mask_t)):
+        if m is not None:
+            _check_shape(name, m, (b, num_actions))
+    if batch.weights is not None:
+        _check_shape("weights", batch.weights, (b,))
+    return b, s, max(num_actions, 1)
+
+
+def soft_targets(
+    nets: SACNetworks,
+    batch: SACBatch,
+    settings: SACLossSettings,
+    alpha_c: torch.Tensor,
+    alpha_d: torch.Tensor,
+) -> torch.Tensor:
+    """The critics' TD targets [B, S] (no gradient): the actor at ``s_t`` and the target critics' twin minimum give
+    ``v(s_t)`` (``soft_value``; without ``entropy_reward`` the temperatures are zero there, so it is
+    ``E_pi[min Q]``), bootstrapped after the window's rewards (``n_step_targets``)."""
+    b, _, s = batch.r_t.shape
+    branches = settings.branches
+    with torch.no_grad():
+        next_out = nets.actor(batch.s_t, batch.mask_t)
+        _check_actor_output("actor(s_t)", next_out, b, settings.cont_size, int(sum(branches)))
+        a_t, lp_c_t, lp_d_t = next_out
+        tq1, tq2 = nets.target_critic(batch.s_t, a_t)
+        _check_q_pair("target_critic(s_t)", tq1, tq2, b, s, max(int(sum(branches)), 1))
+        if settings.entropy_reward:
+            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d, branches)
+        else:
+            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, torch.zeros_like(alpha_c),
+                             torch.zeros_like(alpha_d), branches)
+        y, _ = n_step_targets(batch.r_t, batch.discount_t, batch.valid_t, v_t)
+    return y
+
+
+def _actor_terms(
+    nets: SACNetworks,
+    batch: SACBatch,
+    settings: SACLossSettings,
+    q1_all: torch.Tensor,
+    q2_all: torch.Tensor,
+    alpha_c: torch.Tensor,
+    alpha_d: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor, _Maybe, _Maybe]:
+    """(actor loss, temperature loss, log pi_cont, log p_disc) at ``policy_s_tm1`` (default ``s_tm1``).
+
+    Q at the actor's reparameterised action is read through ``frozen_critic``, so the actor loss reaches the actor
+    only; with discrete-only actions the critic pass at the taken actions (``q1_all``, ``q2_all``) already holds
+    every action's value and is reused detached."""
+    b, _, s = batch.r_t.shape
+    branches = settings.branches
+    num_actions = int(sum(branches))
+    policy_s_tm1 = batch.s_tm1 if batch.policy_s_tm1 is None else batch.policy_s_tm1
+    pi_out = nets.actor(policy_s_tm1, batch.mask_tm1)
+    _check_actor_output("actor(s_tm1)", pi_out, b, settings.cont_size, num_actions)
+    a_pi, lp_c, lp_d = pi_out
+    if a_pi is None:
+        # Discrete-only: Q(s, .) does not depend on the actor, so the critic pass above already holds every
+        # action's value; detached, the actor loss reaches the actor only (and a second pass is saved).
+        q_pi = (torch.minimum(q1_all, q2_all) if settings.actor_min_q else q1_all).detach()
+    else:
+        q_pi1, q_pi2 = nets.frozen_critic(policy_s_tm1, a_pi, not settings.actor_min_q)
+        _check_q_pair("frozen_critic(s_tm1)", q_pi1, q_pi2, b, s, max(num_actions, 1))
+        q_pi = q_pi1 if q_pi2 is None else torch.minimum(q_pi1, q_pi2)
+    pi_loss = policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, branches)
+    if branches and batch.mask_tm1 is not None:
+        target_disc = masked_target_entropy(batch.mask_tm1, branches, settings.discrete_entropy_scale)
+    else:
+        target_disc = [settings.discrete_entropy_scale * math.log(nb) for nb in branches]
+    ent_loss = temperature_loss(
+        nets.log_alpha_cont, nets.log_alpha_disc, lp_c, lp_d, settings.target_entropy_cont, target_disc, branches
+    )
+    return pi_loss, ent_loss, lp_c, lp_d
+
+
+def sac_losses(nets: SACNetworks, batch: SACBatch, settings: SACLossSettings) -> SACLosses:
     """The four SAC losses of one minibatch: twin-Q [SAC-2 eq. 5] on soft n-step targets, actor [eq. 7] and
     temperatures [eq. 18], for continuous, discrete-branched and hybrid actions.
 
     The networks enter as callables and the states as whatever they take (observation lists for fast_sac,
     the latent for muzero_repr), so both trainers run this one assembly; nothing here changes a parameter.
 
-    * Targets: the actor at ``s_t`` (no gradient) and the target critics' twin minimum give the soft value
-      ``v(s_t)`` (``soft_value``), bootstrapped after the window's rewards (``n_step_targets``).  With
-      ``entropy_reward`` false the bootstrap is ``E_pi[min Q]`` without the entropy terms, while the actor and
-      the temperatures keep them (SACLite: Yu et al. 2022, "Do You Need the Entropy Reward (in Practice)?"):
-      the critics then value the task's rewards alone, so an entropy bonus summed over ``1 / (1 - gamma)``
-      bootstrapped steps cannot outweigh a reward that ends the episode.
+    * Targets (``soft_targets``): the actor at ``s_t`` (no gradient) and the target critics' twin minimum give the
+      soft value ``v(s_t)``, bootstrapped after the window's rewards.  With ``entropy_reward`` false the bootstrap
+      is ``E_pi[min Q]`` without the entropy terms, while the actor and the temperatures keep them (SACLite: Yu et
+      al. 2022, "Do You Need the Entropy Reward (in Practice)?"): the critics then value the task's rewards alone,
+      so an entropy bonus summed over ``1 / (1 - gamma)`` bootstrapped steps cannot outweigh a reward that ends
+      the episode.
     * Critics: both online critics at the taken action, squared residuals (``twin_q_loss``, PER ``weights``).
     * Actor: Q at the actor's reparameterised action, read through ``frozen_critic`` so its loss reaches the
       actor only; ``actor_min_q`` uses ``min(Q1, Q2)`` (SAC-2), otherwise Q1 alone (TD3, ML-Agents' sac).
       With discrete-only actions ``Q(s, .)`` does not depend on the actor, so the critic pass at ``s_tm1`` is
-      reused, detached.  ``policy_s_tm1`` is the state the actor loss sees (default ``s_tm1``): muzero_repr
-      passes its latent detached so the actor loss never reaches the representation (SAC-AE, Yarats et al.
-      2019, Sec. 6).
+      reused, detached.  The actor sees ``policy_s_tm1`` (default ``s_tm1``).
     * Temperatures: one continuous (target ``target_entropy_cont``) and one per branch with the mask-aware
       target ``discrete_entropy_scale * log(#allowed actions)`` (``masked_target_entropy``).
 
-    :param s_tm1: state of the taken actions; ``a_tm1_cont`` [B, C] / ``a_tm1_disc`` [B, K] the actions,
-        ``mask_tm1`` [B, A] the action mask there (1 = allowed; None: everything allowed).
-    :param r_t: [B, N, S] rewards of the window, ``discount_t`` [B, N, S], ``valid_t`` [B, N] bool (see
-        ``n_step_targets``); ``s_t`` the bootstrap state after the window's last valid step, ``mask_t`` its mask.
-    :param log_alpha_cont: [1] and ``log_alpha_disc`` [K] log temperatures (parameters: the temperature loss
-        reaches them; the actor and the targets use them detached).
-    :param weights: [B] PER importance weights or None.
+    Shapes and the callables' outputs are checked; an error names the field or the callable at fault.
     """
-    if r_t.dim() != 3:
-        raise ValueError(f"r_t must have shape [B, N, S], got {list(r_t.shape)}")
-    b, n, s = r_t.shape
-    k = len(branches)
-    num_actions = int(sum(branches))
-    a = max(num_actions, 1)
-    _check_shape("discount_t", discount_t, (b, n, s))
-    _check_shape("valid_t", valid_t, (b, n))
-    _check_shape("log_alpha_cont", log_alpha_cont, (1,))
-    _check_shape("log_alpha_disc", log_alpha_disc, (k,))
-    if cont_size > 0:
-        if a_tm1_cont is None:
-            raise ValueError("a_tm1_cont is required with continuous actions")
-        _check_shape("a_tm1_cont", a_tm1_cont, (b, cont_size))
-    if k > 0:
-        if a_tm1_disc is None:
-            raise ValueError("a_tm1_disc is required with discrete branches")
-        _check_shape("a_tm1_disc", a_tm1_disc, (b, k))
-    for name, m in (("mask_tm1", mask_tm1), ("mask_t", mask_t)):
-        if m is not None:
-            _check_shape(name, m, (b, num_actions))
-    if weights is not None:
-        _check_shape("weights", weights, (b,))
-    if policy_s_tm1 is None:
-        policy_s_tm1 = s_tm1
+    b, s, a = _check_inputs(nets, batch, settings)
+    branches = settings.branches
+    alpha_c = nets.log_alpha_cont.detach().exp()
+    alpha_d = nets.log_alpha_disc.detach().exp()
 
-    alpha_c = log_alpha_cont.detach().exp()
-    alpha_d = log_alpha_disc.detach().exp()
+    y = soft_targets(nets, batch, settings, alpha_c, alpha_d)
 
-    with torch.no_grad():
-        next_out = actor(s_t, mask_t)
-        _check_actor_output("actor(s_t)", next_out, b, cont_size, num_actions)
-        a_t, lp_c_t, lp_d_t = next_out
-        tq1, tq2 = target_critic(s_t, a_t)
-        _check_q_pair("target_critic(s_t)", tq1, tq2, b, s, a)
-        if entropy_reward:
-            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d, branches)
-        else:
-            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, torch.zeros_like(alpha_c),
-                             torch.zeros_like(alpha_d), branches)
-        y, _ = n_step_targets(r_t, discount_t, valid_t, v_t)
-
-    q1_all, q2_all = critic(s_tm1, a_tm1_cont)  # [B, S, A]
+    q1_all, q2_all = nets.critic(batch.s_tm1, batch.a_tm1_cont)  # [B, S, A]
     _check_q_pair("critic(s_tm1)", q1_all, q2_all, b, s, a)
-    if k > 0:
-        q1_tm1 = condense_q(q1_all, a_tm1_disc, branches)
-        q2_tm1 = condense_q(q2_all, a_tm1_disc, branches)
+    if branches:
+        q1_tm1 = condense_q(q1_all, batch.a_tm1_disc, branches)
+        q2_tm1 = condense_q(q2_all, batch.a_tm1_disc, branches)
     else:
         q1_tm1, q2_tm1 = q1_all[:, :, 0], q2_all[:, :, 0]
-    q1_loss, q2_loss, td_abs = twin_q_loss(q1_tm1, q2_tm1, y, weights)
+    q1_loss, q2_loss, td_abs = twin_q_loss(q1_tm1, q2_tm1, y, batch.weights)
 
-    pi_out = actor(policy_s_tm1, mask_tm1)
-    _check_actor_output("actor(s_tm1)", pi_out, b, cont_size, num_actions)
-    a_pi, lp_c, lp_d = pi_out
-    if a_pi is None:
-        # Discrete-only: Q(s, .) does not depend on the actor, so the critic pass above already holds every
-        # action's value; detached, the actor loss reaches the actor only (and a second pass is saved).
-        q_pi = (torch.minimum(q1_all, q2_all) if actor_min_q else q1_all).detach()
-    else:
-        q_pi1, q_pi2 = frozen_critic(policy_s_tm1, a_pi, not actor_min_q)
-        _check_q_pair("frozen_critic(s_tm1)", q_pi1, q_pi2, b, s, a)
-        q_pi = q_pi1 if q_pi2 is None else torch.minimum(q_pi1, q_pi2)
-    pi_loss = policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, branches)
-    if k > 0 and mask_tm1 is not None:
-        target_disc = masked_target_entropy(mask_tm1, branches, discrete_entropy_scale)
-    else:
-        target_disc = [discrete_entropy_scale * math.log(nb) for nb in branches]
-    ent_loss = temperature_loss(
-        log_alpha_cont, log_alpha_disc, lp_c, lp_d, target_entropy_cont, target_disc, branches
-    )
+    pi_loss, ent_loss, lp_c, lp_d = _actor_terms(nets, batch, settings, q1_all, q2_all, alpha_c, alpha_d)
     with torch.no_grad():
         entropy = -(lp_c.mean() if lp_c is not None else q1_tm1.new_zeros(()))
         if lp_d is not None:

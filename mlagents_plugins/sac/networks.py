@@ -9,7 +9,6 @@ With ``layer_norm`` each hidden linear layer of the critics' bodies is followed 
 without learned scale or shift (``critic_layer_norm``; the parameters and ``state_dict`` keys are ML-Agents'
 own, so checkpoints of either kind load into the same module).
 """
-import copy
 from typing import List, Optional, Tuple
 
 from mlagents.torch_utils import nn, torch
@@ -20,7 +19,7 @@ from mlagents_envs import logging_util
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents_plugins.common.critic_norm import LayerNormedCritics
-from mlagents_plugins.common.tensor_utils import call_frozen
+from mlagents_plugins.common.tensor_utils import call_frozen, target_copy
 from mlagents_plugins.sac import losses
 
 logger = logging_util.get_logger(__name__)
@@ -76,10 +75,7 @@ class TwinQ(LayerNormedCritics):
 
     def make_target(self) -> "TwinQ":
         """A frozen deep copy (no gradients) used for the bootstrap targets."""
-        target = copy.deepcopy(self)
-        for p in target.parameters():
-            p.requires_grad_(False)
-        return target
+        return target_copy(self)
 
 
 def sample_for_training(

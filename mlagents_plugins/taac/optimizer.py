@@ -18,7 +18,6 @@ Resume: the update counter that times the target updates and the policy's ``rand
 generator are saved in the model checkpoint (module ``Optimizer:taac_state``, an
 ``offpolicy.checkpoint_state.CheckpointState``), so ``--resume`` continues both exactly.
 """
-import copy
 from typing import Dict, List, NamedTuple, Tuple
 
 from mlagents.torch_utils import default_device, torch
@@ -32,7 +31,7 @@ from mlagents_plugins.common.fast_kernels import (
     fuse_swish_,
     fused_adam_kwargs,
 )
-from mlagents_plugins.common.tensor_utils import polyak_update_, stream_discounts
+from mlagents_plugins.common.tensor_utils import polyak_update_, stream_discounts, target_copy
 from mlagents_plugins.offpolicy.checkpoint_state import CheckpointState
 from mlagents_plugins.taac import losses, stats
 from mlagents_plugins.taac.networks import TaacActor, TaacCritic
@@ -84,8 +83,7 @@ class TaacOptimizer(TorchOptimizer):
         self.stream_names = list(self.critic.stream_names)
         if self.stream_names != list(self.reward_signals.keys()):
             raise ValueError(f"critic streams {self.stream_names} != reward signals {list(self.reward_signals)}")
-        self.q_target: TaacCritic = copy.deepcopy(self.q_net)
-        self.q_target.requires_grad_(False)
+        self.q_target: TaacCritic = target_copy(self.q_net)
         self.gammas = torch.tensor([self.reward_signals[n].gamma for n in self.stream_names], dtype=torch.float32)
         # 0 for providers that ignore episode ends (curiosity, RND): their return bootstraps through a terminal.
         self.use_done = torch.tensor(

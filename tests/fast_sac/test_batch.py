@@ -39,10 +39,10 @@ def test_n_step_windows_match_stored_trajectories(tmp_path):
             assert batch.discount_t[i, j, 0].item() == np.float32(0.0 if terminal else gamma), (i, j)
         last = k + n_valid - 1
         want_next = traj.next_obs[0] if last == seg_len[s] - 1 else traj.steps[last + 1].obs[0]
-        np.testing.assert_allclose(batch.next_obs[0][i].numpy(), want_next)
-        np.testing.assert_allclose(batch.obs[0][i].numpy(), traj.steps[k].obs[0])
-        np.testing.assert_allclose(batch.cont_actions[i].numpy(), traj.steps[k].action.continuous)
-        assert batch.disc_actions[i].tolist() == traj.steps[k].action.discrete.tolist()
+        np.testing.assert_allclose(batch.s_t[0][i].numpy(), want_next)
+        np.testing.assert_allclose(batch.s_tm1[0][i].numpy(), traj.steps[k].obs[0])
+        np.testing.assert_allclose(batch.a_tm1_cont[i].numpy(), traj.steps[k].action.continuous)
+        assert batch.a_tm1_disc[i].tolist() == traj.steps[k].action.discrete.tolist()
     assert batch.weights is None
     assert R.TERMINAL in trainer.replay.fields
 

@@ -90,16 +90,16 @@ def test_drift_stats_per_branch_match_a_direct_computation(tmp_path):
     torch.manual_seed(0)
     with torch.no_grad():
         out = opt.compute_losses(batch)
-        q1_all, q2_all = opt.head.q_net(batch.obs, batch.cont_actions)
-        _, _, lp_d = opt._actor(batch.obs, batch.action_mask)
+        q1_all, q2_all = opt.head.q_net(batch.s_tm1, batch.a_tm1_cont)
+        _, _, lp_d = opt._actor(batch.s_tm1, batch.mask_tm1)
     p = lp_d.exp()
     ent0 = -(p[:, :3] * lp_d[:, :3]).sum(1).mean()
     ent1 = -(p[:, 3:] * lp_d[:, 3:]).sum(1).mean()
     def expect(q):  # mean over the two branches of E_pi_k Q_k, per stream
         return ((q[:, :, :3] * p[:, None, :3]).sum(-1) + (q[:, :, 3:] * p[:, None, 3:]).sum(-1)) / 2
     bias = (torch.minimum(expect(q1_all), expect(q2_all)) - expect(torch.minimum(q1_all, q2_all))).mean()
-    q1 = sac_losses.condense_q(q1_all, batch.disc_actions, opt.branches)
-    q2 = sac_losses.condense_q(q2_all, batch.disc_actions, opt.branches)
+    q1 = sac_losses.condense_q(q1_all, batch.a_tm1_disc, opt.branches)
+    q2 = sac_losses.condense_q(q2_all, batch.a_tm1_disc, opt.branches)
     d = out.diagnostics
     torch.testing.assert_close(d[0], q1.abs().mean(), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(d[2], (q1 - q2).abs().mean(), rtol=1e-5, atol=1e-6)
@@ -149,11 +149,11 @@ def test_training_actor_path_matches_the_policys_action_model(tmp_path, spec_kw)
     opt = trainer.optimizer
     batch = trainer.sample_batch()
     torch.manual_seed(5)
-    cont, lp_c, lp_d = opt._actor(batch.obs, batch.action_mask)
+    cont, lp_c, lp_d = opt._actor(batch.s_tm1, batch.mask_tm1)
     torch.manual_seed(5)
     actor = opt.policy.actor
-    encoding, _ = actor.network_body(batch.obs)
-    action, lp, _ = actor.action_model(encoding, batch.action_mask)
+    encoding, _ = actor.network_body(batch.s_tm1)
+    action, lp, _ = actor.action_model(encoding, batch.mask_tm1)
     if spec_kw["cont"]:
         torch.testing.assert_close(cont, action.continuous_tensor)
         torch.testing.assert_close(lp_c, lp.continuous_tensor.sum(dim=1), rtol=1e-4, atol=1e-4)

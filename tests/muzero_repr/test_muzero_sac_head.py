@@ -10,7 +10,7 @@ from mlagents.trainers.settings import TrainerSettings
 
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.fast_sac.trainer import FastSACTrainer
-from mlagents_plugins.sac.batch import SACBatch
+from mlagents_plugins.sac.losses import SACBatch
 
 from .muzero_helpers import fill, make_trainer
 from tests.builders import behavior_spec
@@ -67,13 +67,13 @@ def _batch(spec, prioritized, seed=0):
     valid[2, 1:] = False
     valid[5, 2] = False
     return SACBatch(
-        obs=[torch.rand(B, L, generator=g)],
-        next_obs=[torch.rand(B, L, generator=g)],
-        cont_actions=torch.rand(B, a.continuous_size, generator=g) * 2 - 1 if a.continuous_size else None,
-        disc_actions=torch.stack([torch.randint(0, n, (B,), generator=g) for n in a.discrete_branches], 1)
+        s_tm1=[torch.rand(B, L, generator=g)],
+        s_t=[torch.rand(B, L, generator=g)],
+        a_tm1_cont=torch.rand(B, a.continuous_size, generator=g) * 2 - 1 if a.continuous_size else None,
+        a_tm1_disc=torch.stack([torch.randint(0, n, (B,), generator=g) for n in a.discrete_branches], 1)
         if width else None,
-        action_mask=mask() if width else None,
-        next_action_mask=mask() if width else None,
+        mask_tm1=mask() if width else None,
+        mask_t=mask() if width else None,
         r_t=torch.randn(B, N, 1, generator=g) * 2 + 0.5,
         discount_t=discount,
         valid_t=valid,

@@ -21,7 +21,7 @@ def _draws(trainer, rows_rng):
     """Tensors of one model batch and one RL batch sampled with ``rows_rng`` picking the start rows."""
     mb = trainer.sample_model_batch(rows_rng)
     rb = trainer.sample_rl_batch(rows_rng)
-    return [torch.as_tensor(mb.starts), mb.obs_0[0], mb.actions_enc_k, rb.obs[0], rb.next_obs[0]]
+    return [torch.as_tensor(mb.starts), mb.obs_0[0], mb.actions_enc_k, rb.s_tm1[0], rb.s_t[0]]
 
 
 def _equal(a, b):

@@ -66,9 +66,9 @@ def test_sac_head_stats_equal_a_direct_computation(tmp_path):
     opt = trainer.optimizer
     batch = trainer.sample_rl_batch(np.random.default_rng(6))
     with torch.no_grad():
-        z = opt.actor.representation(batch.obs)
-        q1_all, q2_all = opt.head.q_net([z], batch.cont_actions)
-    a = batch.disc_actions[:, 0].numpy()
+        z = opt.actor.representation(batch.s_tm1)
+        q1_all, q2_all = opt.head.q_net([z], batch.a_tm1_cont)
+    a = batch.a_tm1_disc[:, 0].numpy()
     q1 = np.array([q1_all[b, 0, a[b]].item() for b in range(len(a))], np.float64)  # one branch: its entry
     q2 = np.array([q2_all[b, 0, a[b]].item() for b in range(len(a))], np.float64)
     stats = opt.update_rl(batch)

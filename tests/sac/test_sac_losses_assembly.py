@@ -37,8 +37,15 @@ def _kwargs(**override):
     return kw
 
 
+def _sac_losses(actor, critic, frozen, target, **kw):
+    """``losses.sac_losses`` on ``_kwargs()``'s fields, split into its typed arguments."""
+    nets = losses.SACNetworks(actor, critic, frozen, target, kw.pop("log_alpha_cont"), kw.pop("log_alpha_disc"))
+    settings = losses.SACLossSettings(**{f: kw.pop(f) for f in losses.SACLossSettings._fields if f in kw})
+    return losses.sac_losses(nets, losses.SACBatch(**kw), settings)
+
+
 def test_well_formed_inputs_give_finite_losses():
-    out = losses.sac_losses(_actor, _critic, _frozen, _critic, **_kwargs())
+    out = _sac_losses(_actor, _critic, _frozen, _critic, **_kwargs())
     assert all(torch.isfinite(getattr(out, f)).all() for f in out._fields)
 
 
@@ -54,7 +61,7 @@ def test_well_formed_inputs_give_finite_losses():
 ])
 def test_wrong_input_shape_names_the_argument(name, value):
     with pytest.raises(ValueError, match=name):
-        losses.sac_losses(_actor, _critic, _frozen, _critic, **_kwargs(**{name: value}))
+        _sac_losses(_actor, _critic, _frozen, _critic, **_kwargs(**{name: value}))
 
 
 def test_wrong_callable_output_names_the_callable():
@@ -62,14 +69,14 @@ def test_wrong_callable_output_names_the_callable():
         return torch.ones(B, 1, A - 1), torch.ones(B, 1, A - 1)
 
     with pytest.raises(ValueError, match=r"target_critic\(s_t\) Q1"):
-        losses.sac_losses(_actor, _critic, _frozen, short_critic, **_kwargs())
+        _sac_losses(_actor, _critic, _frozen, short_critic, **_kwargs())
 
     def no_disc_actor(state, mask):
         cont, lp_c, _ = _actor(state, mask)
         return cont, lp_c, None
 
     with pytest.raises(ValueError, match=r"actor\(s_t\) must return discrete log-probabilities"):
-        losses.sac_losses(no_disc_actor, _critic, _frozen, _critic, **_kwargs())
+        _sac_losses(no_disc_actor, _critic, _frozen, _critic, **_kwargs())
 
 
 def test_entropy_reward_false_bootstraps_the_expected_q_alone():
@@ -86,9 +93,9 @@ def test_entropy_reward_false_bootstraps_the_expected_q_alone():
     for log_alpha in (0.0, 1.3):
         kw = _kwargs(log_alpha_cont=torch.full((1,), log_alpha, requires_grad=True),
                      log_alpha_disc=torch.tensor([log_alpha, -log_alpha], requires_grad=True))
-        plain = losses.sac_losses(actor, _critic, _frozen, _critic, entropy_reward=False, **kw)
+        plain = _sac_losses(actor, _critic, _frozen, _critic, entropy_reward=False, **kw)
         assert abs(plain.q1_loss.item() - expected) < 1e-6
-        soft = losses.sac_losses(actor, _critic, _frozen, _critic, **kw)
+        soft = _sac_losses(actor, _critic, _frozen, _critic, **kw)
         assert abs(soft.q1_loss.item() - expected) > 1e-3
         # The actor and temperature losses keep the entropy terms either way.
         assert torch.allclose(plain.policy_loss, soft.policy_loss)
