@@ -138,13 +138,12 @@ def main(argv=None) -> None:
     p.add_argument("--scene", default="reach_continuous")
     p.add_argument("--steps", type=int, default=20000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--trainer", default="muzero_repr")
     p.add_argument("--set", nargs="*", default=[], help="key=value (YAML) overrides of the trainer's hyperparameters")
     p.add_argument("--probe-decisions", type=int, default=400)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    cfg = minimal_config(args.trainer)
+    cfg = minimal_config("muzero_repr")
     for pair in args.set:
         key, value = pair.split("=", 1)
         cfg["hyperparameters"][key] = yaml.safe_load(value)
@@ -158,16 +157,15 @@ def main(argv=None) -> None:
                                  "final": round(float(res.final_mean_reward), 3)}
     obs, truth = probe_states(args.scene, args.probe_decisions, seed=1000 + args.seed)
     tensors = [torch.as_tensor(o) for o in obs]
-    if args.trainer == "muzero_repr":
-        opt = trainer.optimizer
-        with torch.no_grad():
-            latent = opt.actor.representation(tensors)
-            fresh = Representation(trainer.policy.behavior_spec.observation_specs,
-                                   trainer.trainer_settings.network_settings, opt.hyperparameters.latent_size)(tensors)
-        record["probe R2: trained latent"] = probe_table(latent.numpy(), truth)
-        record["probe R2: untrained h"] = probe_table(fresh.numpy(), truth)
-        record["critic"] = critic_view(opt, latent, truth, args.seed)
-        record["gradient into h"] = gradient_routes(trainer)
+    opt = trainer.optimizer
+    with torch.no_grad():
+        latent = opt.actor.representation(tensors)
+        fresh = Representation(trainer.policy.behavior_spec.observation_specs,
+                               trainer.trainer_settings.network_settings, opt.hyperparameters.latent_size)(tensors)
+    record["probe R2: trained latent"] = probe_table(latent.numpy(), truth)
+    record["probe R2: untrained h"] = probe_table(fresh.numpy(), truth)
+    record["critic"] = critic_view(opt, latent, truth, args.seed)
+    record["gradient into h"] = gradient_routes(trainer)
     if obs[0].ndim == 2:
         record["probe R2: raw observation"] = probe_table(obs[0], truth)
     text = json.dumps(record, indent=1)

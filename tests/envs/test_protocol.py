@@ -217,9 +217,10 @@ def test_unity_arguments_are_ignored_ours_are_checked(capsys):
 def test_write_builds_launchers(tmp_path):
     assert main(["--write-builds", str(tmp_path / "b")]) == 0
     names = sorted(os.listdir(tmp_path / "b"))
-    base = ["Balance.x86_64", "Branches.x86_64", "Camera.x86_64", "Hybrid.x86_64", "Reach.x86_64", "Switching.x86_64"]
+    base = ["Balance.x86_64", "Branches.x86_64", "Camera.x86_64", "Hybrid.x86_64", "Reach.x86_64",
+            "ReachContinuous.x86_64", "Switching.x86_64"]
     variants = [f"{v.behavior_name}.x86_64" for v in VARIANT_SPECS]  # one launcher per variant too
-    assert names == sorted(base + variants + ["BalanceAndReach.x86_64"]) and len(variants) == 10
+    assert names == sorted(base + variants + ["BalanceAndReach.x86_64"]) and len(variants) == 13
     path = tmp_path / "b" / "Camera.x86_64"
     assert os.access(path, os.X_OK)
     out = subprocess.run([str(path), "--bogus"], capture_output=True, text=True, timeout=60)

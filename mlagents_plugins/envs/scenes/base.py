@@ -27,6 +27,18 @@ def vector_observation(size: int) -> ObservationSpec:
     return ObservationSpec((size,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "VectorSensor")
 
 
+def visual_observation(channels: int, height: int, width: int) -> ObservationSpec:
+    """The spec of a camera image: CHW, as Unity's ObservationSpec.Visual(channels, height, width) since ML-Agents 2.0
+    and as mlagents' rpc_utils decodes PNGs; height and width are translation-equivariant dimensions."""
+    return ObservationSpec(
+        (channels, height, width),
+        (DimensionProperty.NONE, DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+         DimensionProperty.TRANSLATIONAL_EQUIVARIANCE),
+        ObservationType.DEFAULT,
+        "CameraSensor",
+    )
+
+
 class SceneStep(NamedTuple):
     """What one decision produced, per slot (arrays of length ``num_agents``)."""
 

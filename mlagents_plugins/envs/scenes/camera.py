@@ -16,9 +16,9 @@ from typing import List, Optional
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionSpec, ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionSpec, ActionTuple, ObservationSpec
 
-from mlagents_plugins.envs.scenes.base import Scene, vector_observation
+from mlagents_plugins.envs.scenes.base import Scene, vector_observation, visual_observation
 from mlagents_plugins.envs.scenes.grid import MOVES, bfs_first_move, move_mask, sample_layout
 
 SIZE = 5
@@ -45,15 +45,7 @@ class CameraScene(Scene):
 
     @property
     def observation_specs(self) -> List[ObservationSpec]:
-        # CHW, as Unity's ObservationSpec.Visual(channels, height, width) since ML-Agents 2.0 and as
-        # mlagents' rpc_utils decodes PNGs; height and width are translation-equivariant dimensions.
-        visual = ObservationSpec(
-            (3, IMAGE, IMAGE),
-            (DimensionProperty.NONE, DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
-             DimensionProperty.TRANSLATIONAL_EQUIVARIANCE),
-            ObservationType.DEFAULT,
-            "CameraSensor",
-        )
+        visual = visual_observation(3, IMAGE, IMAGE)
         vector = vector_observation(2)
         return [visual, vector]
 

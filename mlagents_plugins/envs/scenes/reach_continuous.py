@@ -26,9 +26,9 @@ from typing import ClassVar, List, Optional
 
 import numpy as np
 
-from mlagents_envs.base_env import ActionTuple, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionTuple, ObservationSpec
 
-from mlagents_plugins.envs.scenes.base import Scene, vector_observation
+from mlagents_plugins.envs.scenes.base import Scene, vector_observation, visual_observation
 
 DRAG = 0.8  # velocity kept per tick
 ACCEL = 0.03  # velocity added per tick by an action of 1
@@ -66,13 +66,7 @@ class ReachContinuousScene(Scene):
         if self.camera_size is None:
             return [vector_observation(self.vector_size)]
         size = int(self.camera_size)
-        visual = ObservationSpec(
-            (3, size, size),
-            (DimensionProperty.NONE, DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
-             DimensionProperty.TRANSLATIONAL_EQUIVARIANCE),
-            ObservationType.DEFAULT,
-            "CameraSensor",
-        )
+        visual = visual_observation(3, size, size)
         return [visual, vector_observation(2)]
 
     def _allocate(self, n: int) -> None:
