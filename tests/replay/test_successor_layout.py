@@ -163,8 +163,8 @@ def test_sac_windows_and_n_step_targets_equal_the_per_row_layout(n_step):
     # targets bootstrap from a value of the window's bootstrap observation (asymmetric in both inputs)
     targets = []
     for batch in batches:
-        v_t = torch.stack([batch.next_obs[0].mean(dim=(1, 2, 3)) - batch.next_obs[1][:, 1],
-                           batch.next_obs[1][:, 0] * 2.0], -1)
+        v_t = torch.stack([batch.s_t[0].mean(dim=(1, 2, 3)) - batch.s_t[1][:, 1],
+                           batch.s_t[1][:, 0] * 2.0], -1)
         targets.append(losses.n_step_targets(batch.r_t, batch.discount_t, batch.valid_t, v_t))
     for x, y in zip(*targets):
         assert torch.equal(x, y)
