@@ -8,9 +8,27 @@ Replicate padding followed by a crop at offset ``(dy, dx)`` reads the source pix
 computed as that one gather: no padded copy is made, and it works for any dtype (uint8 frames as stored, or
 float) and keeps the input's memory format (contiguous or channels-last).
 """
-from typing import List, Optional
+from typing import Any, List, Optional, Sequence
 
 from mlagents.torch_utils import torch
+
+#: DrQ's shift: 4 pixels on 84x84 frames (Kostrikov et al. 2020, Sec. 3.1).
+DRQ_PAD = 4
+DRQ_SIZE = 84
+
+
+def image_sizes(observation_specs: Sequence[Any]) -> List[int]:
+    """The smaller side of every camera observation (rank 3, ``(C, H, W)``) among ``observation_specs``."""
+    return [min(int(spec.shape[1]), int(spec.shape[2])) for spec in observation_specs if len(spec.shape) == 3]
+
+
+def automatic_shift_pad(observation_specs: Sequence[Any]) -> int:
+    """DrQ's 4 pixels at 84x84 scaled to the smallest camera frame, at least 1 (36x36: 2, 24x24: 1); 0 without
+    camera observations."""
+    sizes = image_sizes(observation_specs)
+    if not sizes:
+        return 0
+    return max(1, int(round(DRQ_PAD * min(sizes) / DRQ_SIZE)))
 
 
 def shift_images(obs: torch.Tensor, dx: torch.Tensor, dy: torch.Tensor, pad: int) -> torch.Tensor:
