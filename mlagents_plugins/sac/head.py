@@ -123,6 +123,9 @@ class SACHead:
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, max_steps
         )
         self.loss_step = CompiledStep(loss_fn, compile_update, name)
+        # The actor loss's critic pass reuses the critic pass's observation encodings (``losses``); same math, one
+        # image-encoder pass less per critic and update with continuous actions.  Off only to measure it.
+        self.share_critic_encoding = True
 
     def losses(
         self,
@@ -133,9 +136,16 @@ class SACHead:
         policy_s_tm1: Optional[List[torch.Tensor]] = None,
     ) -> SACLosses:
         """The four SAC losses of ``batch`` (``losses.sac_losses``) with ``s_tm1``/``s_t`` as the states the actor
-        and the critics see (``policy_s_tm1``: the actor loss's, default ``s_tm1``); no parameter changes."""
+        and the critics see (``policy_s_tm1``: the actor loss's, default ``s_tm1``); no parameter changes.
+
+        Where the actor loss sees ``s_tm1`` itself and ``share_critic_encoding`` is on, its critic pass reuses the
+        critic pass's observation encodings (``TwinQ.encoding_shared``: the same values, one encoder pass)."""
+        if policy_s_tm1 is None and self.share_critic_encoding:
+            critic, frozen_critic = self.q_net.encoding_shared()
+        else:
+            critic, frozen_critic = self.q_net, self.q_net.frozen
         return losses.sac_losses(
-            actor, self.q_net, self.q_net.frozen, self.q_target,
+            actor, critic, frozen_critic, self.q_target,
             s_tm1=s_tm1, a_tm1_cont=batch.cont_actions, a_tm1_disc=batch.disc_actions, mask_tm1=batch.action_mask,
             r_t=batch.r_t, discount_t=batch.discount_t, valid_t=batch.valid_t,
             s_t=s_t, mask_t=batch.next_action_mask,
