@@ -14,8 +14,11 @@ defaults) in one thing:
 * ``compiled``: ``compile_update: true`` (the update's forward passes and losses through ``torch.compile``);
 * ``no_shift``: ``random_shift_pad: 0`` (what the DrQ shift costs).
 
-Timing: ``common.time_interleaved`` (median of 5 interleaved blocks, so a busy machine slows every variant alike);
-ratios are against ``fast_sac`` of the same run and built-in sac's time over each variant's.
+Timing: ``common.time_interleaved`` (median of ``--blocks`` interleaved blocks, so a busy machine slows every variant
+alike), by default in CPU seconds of the timing thread (``--clock cpu``: torch runs one thread, so that is the
+update's own CPU time, much less disturbed by other processes on a shared machine than wall seconds; ``--clock
+wall`` for wall seconds); ratios are against ``fast_sac`` of the same run and built-in sac's time over each
+variant's.
 
 Usage: ``python -m bench speed camera [--scene camera36] [--continuous 2] [--updates 60] [--variants ...] [--json]``.
 """
@@ -24,6 +27,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -148,12 +152,17 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--batch", type=int, default=128, help="batch size (128, the drop-in config's)")
     p.add_argument("--hidden", type=int, default=128, help="hidden units (128, the drop-in config's)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1)")
+    p.add_argument("--blocks", type=int, default=10, help="interleaved timing blocks; the median is kept (10)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="cpu: CPU seconds of the timing thread (needs --threads 1); wall: wall seconds (cpu)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
     for name in ("continuous", "warmup"):
         if getattr(args, name) < 0:
             p.error(f"--{name}={getattr(args, name)} is invalid; must be an integer >= 0")
-    for name in ("updates", "rows", "batch", "hidden", "threads"):
+    if args.clock == "cpu" and args.threads != 1:
+        p.error("--clock cpu counts the timing thread only; use --threads 1 or --clock wall")
+    for name in ("updates", "rows", "batch", "hidden", "threads", "blocks"):
         if getattr(args, name) < 1:
             p.error(f"--{name}={getattr(args, name)} is invalid; must be an integer >= 1")
 
@@ -170,12 +179,14 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         if not args.json:
             print(f"[speed camera] building {', '.join(args.variants)} ...", file=sys.stderr, flush=True)
         steps = steps_of(args.variants, spec, args.rows, args.batch, args.hidden, tmp)
-        ms = common.time_interleaved(steps, args.updates, warmup=args.warmup)
+        clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+        ms = common.time_interleaved(steps, args.updates, warmup=args.warmup, blocks=args.blocks, clock=clock)
     base = ms.get("fast_sac")
     out: Dict[str, Any] = {
         "scene": args.scene, "observations": [list(o.shape) for o in spec.observation_specs],
         "actions": {"continuous": spec.action_spec.continuous_size, "branches": list(spec.action_spec.discrete_branches)},
         "batch": args.batch, "hidden": args.hidden, "threads": args.threads, "updates": args.updates,
+        "clock": args.clock, "blocks": args.blocks,
         "rows": [{"variant": name, "ms": round(t, 2),
                   "over_fast_sac": round(t / base, 3) if base else None,
                   "sac_over_this": round(ms["sac"] / t, 2) if "sac" in ms else None} for name, t in ms.items()],
@@ -184,7 +195,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         print(json.dumps(out))
     else:
         print(f"scene {args.scene}, observations {out['observations']}, actions {out['actions']}, batch {args.batch}, "
-              f"2x{args.hidden}, {args.threads} thread(s), {args.updates} updates per variant")
+              f"2x{args.hidden}, {args.threads} thread(s), {args.updates} updates per variant, {args.clock} ms")
         print(f"{'variant':<15} {'ms/update':>10} {'/ fast_sac':>10} {'sac / this':>10}")
         for r in out["rows"]:
             print(f"{r['variant']:<15} {r['ms']:>10} {str(r['over_fast_sac']):>10} {str(r['sac_over_this']):>10}")
