@@ -46,16 +46,6 @@ def test_random_shift_draws_columns_then_rows_from_the_generator():
     assert len(set(dx.tolist())) > 1 and len(set(dy.tolist())) > 1 and not np.array_equal(dx, dy)
 
 
-def test_random_shift_keeps_the_memory_format():
-    obs = torch.from_numpy(_frames(b=4, c=3, h=8, w=8)).float()
-    g = torch.Generator().manual_seed(2)
-    flat = random_shift(obs, 2, generator=g)
-    assert flat.is_contiguous()
-    last = random_shift(obs.contiguous(memory_format=torch.channels_last), 2, generator=torch.Generator().manual_seed(2))
-    assert last.is_contiguous(memory_format=torch.channels_last)
-    assert torch.equal(flat, last)
-
-
 def test_no_pad_and_bad_shapes():
     obs = torch.from_numpy(_frames()).float()
     assert random_shift(obs, 0) is obs

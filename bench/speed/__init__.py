@@ -9,6 +9,8 @@ Modes (each has ``--help``):
   algorithm and size and against the built-in counterpart (sac, ppo), torch threads 1 and 2.
 * ``learn`` (``bench/speed/learn.py``): environment steps per second and per CPU second of built-in sac and
   fast_sac through real ``mlagents-learn`` (issue #3's 8-agent setup), runs alternating.
+* ``camera`` (``bench/speed/camera.py``): one camera update of fast_sac change by change (the critic encoding
+  shared or not, channels-last, compiled, the DrQ shift) against built-in sac.
 * ``proto`` (``bench/speed/proto.py``): what the protobuf stack costs per environment step, one environment
   (``--venv``) against another.
 
@@ -21,7 +23,8 @@ import os
 import sys
 from typing import List, Optional
 
-MODES = {"update": "bench.speed.update", "learn": "bench.speed.learn", "proto": "bench.speed.proto"}
+MODES = {"update": "bench.speed.update", "learn": "bench.speed.learn", "proto": "bench.speed.proto",
+         "camera": "bench.speed.camera"}
 
 
 def _all(argv: List[str]) -> int:

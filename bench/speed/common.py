@@ -23,12 +23,15 @@ SCENE = "balance"
 
 
 def time_interleaved(steps: Dict[str, Callable[[], None]], updates: int, warmup: int = 10,
-                     blocks: int = 5) -> Dict[str, float]:
+                     blocks: int = 5, clock: Optional[Callable[[], float]] = None) -> Dict[str, float]:
     """Median over ``blocks`` blocks of the ms per call of each step function, blocks interleaved A B C A B C.
 
     ``updates`` calls per variant are timed in all (at least one per block); ``warmup`` untimed calls first
-    (allocator, autograd graph caches, first-touch of the replay arrays).
+    (allocator, autograd graph caches, first-touch of the replay arrays).  ``clock``: wall seconds
+    (``time.perf_counter``) by default; ``time.thread_time`` counts the calling thread's CPU seconds only
+    (single-threaded torch on a shared machine).
     """
+    clock = clock or time.perf_counter
     if updates < 1 or blocks < 1 or warmup < 0:
         raise ValueError(f"need updates >= 1, blocks >= 1, warmup >= 0; got {updates}, {blocks}, {warmup}")
     for step in steps.values():
@@ -38,10 +41,10 @@ def time_interleaved(steps: Dict[str, Callable[[], None]], updates: int, warmup:
     ms: Dict[str, List[float]] = {k: [] for k in steps}
     for _ in range(blocks):
         for name, step in steps.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(per_block):
                 step()
-            ms[name].append((time.perf_counter() - t0) / per_block * 1000.0)
+            ms[name].append((clock() - t0) / per_block * 1000.0)
     return {k: float(np.median(v)) for k, v in ms.items()}
 
 

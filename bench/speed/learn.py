@@ -4,7 +4,8 @@ The issue's reference: "built-in sac trains at only about 80 environment steps p
 at steps_per_update: 2" with batch 256 and 2x256 hidden units.  Here: the Balance stand-in build (8 vector
 observations, 2 continuous actions) with ``--num-areas`` 2 x 4 agents = 8 agents, one environment, both trainers
 with the same settings (below; ``--hidden``/``--batch`` change them), ``threaded`` as ML-Agents' default (false)
-unless ``--threaded``.
+unless ``--threaded``.  ``--scene`` runs another stand-in scene the same way (e.g. ``camera36``: a camera and a
+small vector, the image encoded by ML-Agents' default ``simple`` encoder in both trainers).
 
 Runs alternate sac, fast_sac, sac, fast_sac ... (``--pairs``, default 3), each its own ``mlagents-learn``
 process and stand-in.
@@ -33,14 +34,22 @@ from bench.runner import UPDATE_TIMER, _sum_named_dict, parse_console
 from bench.speed.common import REPO, print_result
 from mlagents_plugins.testing.ports import free_base_port
 
-BEHAVIOR = "Balance"
+SCENE = "balance"
+BEHAVIOR = "Balance"  # the default scene's behavior
 TRAINERS = ("sac", "fast_sac")
 
 
-def config(trainer: str, steps: int, summary: int, hidden: int, batch: int, threaded: bool) -> Dict[str, Any]:
+def behavior_name(scene: str) -> str:
+    from mlagents_plugins.envs.scenes import scene_class
+
+    return scene_class(scene).behavior_name
+
+
+def config(trainer: str, steps: int, summary: int, hidden: int, batch: int, threaded: bool,
+           behavior: str = BEHAVIOR) -> Dict[str, Any]:
     return {
         "behaviors": {
-            BEHAVIOR: {
+            behavior: {
                 "trainer_type": trainer,
                 "threaded": threaded,
                 "hyperparameters": {
@@ -73,12 +82,14 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
     import yaml
 
     out = tempfile.mkdtemp(prefix="learn_speed_")
+    behavior = behavior_name(args.scene)
     try:
         cfg = os.path.join(out, "config.yaml")
         with open(cfg, "w") as f:
-            yaml.safe_dump(config(trainer, args.steps, args.summary, args.hidden, args.batch, args.threaded), f)
+            yaml.safe_dump(config(trainer, args.steps, args.summary, args.hidden, args.batch, args.threaded,
+                                  behavior), f)
         learn = os.path.join(os.path.dirname(sys.executable), "mlagents-learn")
-        cmd = [learn, cfg, f"--env={os.path.join(builds, BEHAVIOR)}", "--run-id=run", f"--results-dir={out}",
+        cmd = [learn, cfg, f"--env={os.path.join(builds, behavior)}", "--run-id=run", f"--results-dir={out}",
                f"--base-port={free_base_port(4)}", "--num-envs=1", f"--num-areas={args.areas}", "--no-graphics",
                f"--seed={seed}", "--force"]
         if args.torch_device:
@@ -89,7 +100,7 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
         wall, cpu = time.perf_counter() - start, children_cpu_s() - cpu_start
         if proc.returncode != 0:
             raise RuntimeError(f"{trainer}: mlagents-learn exited with {proc.returncode}: {proc.stdout[-1500:]}")
-        curve = [c for c in parse_console(proc.stdout, BEHAVIOR) if c[0] >= args.skip]
+        curve = [c for c in parse_console(proc.stdout, behavior) if c[0] >= args.skip]
         if len(curve) < 2:
             raise RuntimeError(f"{trainer}: fewer than 2 summaries after step {args.skip}: {proc.stdout[-1500:]}")
         (s0, t0, _), (s1, t1, r1) = curve[0], curve[-1]
@@ -114,6 +125,7 @@ def run_one(trainer: str, args: argparse.Namespace, builds: str, seed: int) -> D
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m bench speed learn", description=__doc__.split("\n")[0])
+    p.add_argument("--scene", default=SCENE, help=f"stand-in scene (default {SCENE})")
     p.add_argument("--pairs", type=int, default=3, help="sac/fast_sac run pairs, alternating (default 3)")
     p.add_argument("--steps", type=int, default=6000, help="max_steps of every run (default 6000)")
     p.add_argument("--summary", type=int, default=1000, help="summary_freq (default 1000)")
@@ -144,7 +156,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     ratios = [f["steps_per_s"] / s["steps_per_s"] for s, f in zip(runs[0::2], runs[1::2])]
     cpu_ratios = [f["steps_per_cpu_s"] / s["steps_per_cpu_s"] for s, f in zip(runs[0::2], runs[1::2])]
     per = {t: [r for r in runs if r["trainer"] == t] for t in TRAINERS}
-    result: Dict[str, Any] = {k: getattr(args, k) for k in ("steps", "skip", "areas", "hidden", "batch", "threaded",
+    result: Dict[str, Any] = {k: getattr(args, k) for k in ("scene", "steps", "skip", "areas", "hidden", "batch", "threaded",
                                                       "torch_device")}
     result.update(
         agents=4 * args.areas,

@@ -4,18 +4,23 @@ Intake, cadence and replay persistence live in ``OffPolicyTrainerBase``; the alg
 ``FastSACOptimizer`` and the SAC head (``mlagents_plugins/sac/``).  This file turns sampled replay rows into a
 ``SACBatch`` (``sac.batch``): n-step windows (``sequence_indices`` gives the next ``n - 1`` rows and whether they
 belong to the same segment), rewards per stream (extrinsic from the stored reward; intrinsic providers evaluated
-on the sampled rows), PER weights.
+on the sampled rows), PER weights, and DrQ's random shifts of camera frames (``random_shift_pad``,
+``common/image_augment.py``): the observations and the bootstrap observations of a batch get independent shifts,
+drawn from the run seed.
 """
 from typing import Dict, cast
 
 import numpy as np
+from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.torch_entities.networks import SimpleActor
 from mlagents_envs.base_env import BehaviorSpec
+from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
+from mlagents_plugins.common.image_augment import augment, image_sizes
 from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
@@ -30,11 +35,21 @@ from mlagents_plugins.sac.batch import (
 
 TRAINER_NAME = "fast_sac"
 STAT_PER_BETA = "Replay/PER Beta"
+STAT_SHIFT_PAD = "Policy/Random Shift Pad"  # DrQ shift in pixels (0 = off); behaviors with camera observations
+
+logger = get_logger(__name__)
 
 
 class FastSACTrainer(OffPolicyTrainerBase):
     hyperparameters: FastSACSettings
     optimizer: FastSACOptimizer
+
+    def __init__(self, *args, **kwargs):  # the arguments of ``OffPolicyTrainerBase``
+        super().__init__(*args, **kwargs)
+        # DrQ shifts draw from the run seed (``--seed``), as the start rows do (``OffPolicyTrainerBase.rng``).
+        self.torch_rng = torch.Generator().manual_seed(int(self.seed))
+        self.shift_pad = 0
+        self.has_images = False
 
     @staticmethod
     def get_trainer_name() -> str:
@@ -45,6 +60,12 @@ class FastSACTrainer(OffPolicyTrainerBase):
         return self.hyperparameters.prioritized_replay
 
     def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TorchPolicy:
+        # random_shift_pad resolved once for this behavior's observations (null: automatic); every batch uses it.
+        self.has_images = bool(image_sizes(behavior_spec.observation_specs))
+        self.shift_pad = self.hyperparameters.shift_pad(behavior_spec.observation_specs)
+        if self.has_images:
+            logger.info(f"{self.brain_name}: DrQ random shifts of camera frames by up to {self.shift_pad} pixels "
+                        f"(random_shift_pad: {self.hyperparameters.random_shift_pad}; null = automatic, 0 = off)")
         policy = TorchPolicy(
             self.seed,
             behavior_spec,
@@ -69,10 +90,14 @@ class FastSACTrainer(OffPolicyTrainerBase):
         beta = self.per_beta() if hp.prioritized_replay else 0.0
         start, weights = sample_starts(self.replay, self.rng, hp.batch_size, hp.prioritized_replay, beta, dev)
         self._last_indices = start
-        return window_batch(
+        batch = window_batch(
             self.replay, start, weights, hp.n_step, self.policy.behavior_spec, self._stream_rewards,
             self.optimizer.gammas, self.optimizer.use_done, dev,
         )
+        if self.shift_pad <= 0:
+            return batch
+        return batch._replace(s_tm1=augment(batch.s_tm1, self.shift_pad, self.torch_rng),
+                              s_t=augment(batch.s_t, self.shift_pad, self.torch_rng))
 
     def _stream_rewards(self, idx: np.ndarray, window: Dict[str, np.ndarray]) -> np.ndarray:
         """[B, N, S] rewards per stream; intrinsic providers evaluated on the window's rows (one AgentBuffer)."""
@@ -86,4 +111,6 @@ class FastSACTrainer(OffPolicyTrainerBase):
             pri = losses.per_priorities(td_abs.detach().double(), hp.per_alpha, hp.per_epsilon)
             self.replay.update_priorities(self._last_indices, pri.cpu().numpy())
             stats[STAT_PER_BETA] = self.per_beta()
+        if self.has_images:
+            stats[STAT_SHIFT_PAD] = float(self.shift_pad)
         return stats

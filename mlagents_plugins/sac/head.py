@@ -123,12 +123,22 @@ class SACHead:
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, max_steps
         )
         self.loss_step = CompiledStep(loss_fn, compile_update, name)
+        # The actor loss's critic pass reuses the critic pass's observation encodings (``losses``); same math, one
+        # image-encoder pass less per critic and update with continuous actions.  Off only to measure it.
+        self.share_critic_encoding = True
 
     def compute_losses(self, actor: losses.ActorFn, batch: SACBatch) -> SACLosses:
         """The four SAC losses of ``batch`` (``losses.sac_losses``) with ``actor`` as the policy at a state; the
-        states are ``batch``'s (``s_tm1``, ``s_t``, ``policy_s_tm1``).  No parameter changes."""
+        states are ``batch``'s (``s_tm1``, ``s_t``, ``policy_s_tm1``).  No parameter changes.
+
+        Where the actor loss sees ``s_tm1`` itself and ``share_critic_encoding`` is on, its critic pass reuses the
+        critic pass's observation encodings (``TwinQ.encoding_shared``: the same values, one encoder pass)."""
+        if batch.policy_s_tm1 is None and self.share_critic_encoding:
+            critic, frozen_critic = self.q_net.encoding_shared()
+        else:
+            critic, frozen_critic = self.q_net, self.q_net.frozen
         nets = losses.SACNetworks(
-            actor, self.q_net, self.q_net.frozen, self.q_target,
+            actor, critic, frozen_critic, self.q_target,
             self.temperatures.log_alpha_cont, self.temperatures.log_alpha_disc,
         )
         settings = losses.SACLossSettings(

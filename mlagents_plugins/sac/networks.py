@@ -9,11 +9,12 @@ With ``layer_norm`` each hidden linear layer of the critics' bodies is followed 
 without learned scale or shift (``critic_layer_norm``; the parameters and ``state_dict`` keys are ML-Agents'
 own, so checkpoints of either kind load into the same module).
 """
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.distributions import EPSILON as DIST_EPSILON
+from mlagents.trainers.torch_entities.conditioning import ConditionalEncoder
 from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs import logging_util
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
@@ -23,6 +24,10 @@ from mlagents_plugins.common.tensor_utils import call_frozen, target_copy
 from mlagents_plugins.sac import losses
 
 logger = logging_util.get_logger(__name__)
+
+
+#: each critic's observation encoding [B, E] (``TwinQ.encode``); Q2's None where only Q1 is evaluated.
+Encodings = Tuple[torch.Tensor, Optional[torch.Tensor]]
 
 
 class TwinQ(LayerNormedCritics):
@@ -49,25 +54,61 @@ class TwinQ(LayerNormedCritics):
     def _stack(self, out: dict, batch: int) -> torch.Tensor:
         return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)
 
+    def encode(self, obs: List[torch.Tensor], first_only: bool = False) -> Encodings:
+        """Each critic's encoding of ``obs`` before the actions join it (ML-Agents' ``ObservationEncoder``: the
+        image encoders, the normalizer, the concatenation), [B, E]; Q2's is None with ``first_only``."""
+        e1 = self.q1.network_body.observation_encoder(obs)
+        return e1, None if first_only else self.q2.network_body.observation_encoder(obs)
+
     def forward(
-        self, obs: List[torch.Tensor], cont_actions: torch.Tensor = None, first_only: bool = False
+        self,
+        obs: List[torch.Tensor],
+        cont_actions: torch.Tensor = None,
+        first_only: bool = False,
+        encoded: Optional[Encodings] = None,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """(Q1, Q2) as [B, S, A]; Q2 is None with ``first_only`` (Q1 alone: the actor's objective, as in TD3 and
-        ML-Agents' SAC)."""
+        ML-Agents' SAC).  ``encoded``: ``encode(obs)`` already computed (the observation encoders are not run)."""
         b = obs[0].shape[0]
-        q1, _ = self.q1(obs, actions=cont_actions)
+        e1, e2 = self.encode(obs, first_only) if encoded is None else encoded
+        q1 = self._stack(_value_from_encoding(self.q1, obs, e1, cont_actions), b)
         if first_only:
-            return self._stack(q1, b), None
-        q2, _ = self.q2(obs, actions=cont_actions)
-        return self._stack(q1, b), self._stack(q2, b)
+            return q1, None
+        return q1, self._stack(_value_from_encoding(self.q2, obs, e2, cont_actions), b)
 
     def frozen(
-        self, obs: List[torch.Tensor], cont_actions: torch.Tensor, first_only: bool = False
+        self,
+        obs: List[torch.Tensor],
+        cont_actions: torch.Tensor,
+        first_only: bool = False,
+        encoded: Optional[Encodings] = None,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """``forward`` with no gradient reaching any critic weight, only the inputs (the actor's actions), so
         the actor loss can share one backward pass with the critic loss (``tensor_utils.call_frozen``: eager
         and compiled alike)."""
-        return call_frozen(self, obs, cont_actions, first_only=first_only)
+        return call_frozen(self, obs, cont_actions, first_only=first_only, encoded=encoded)
+
+    def encoding_shared(self) -> Tuple[losses.CriticFn, losses.FrozenCriticFn]:
+        """``(critic, frozen_critic)`` for one evaluation of ``losses.sac_losses`` whose frozen pass (the actor
+        loss) sees the observations of the critic pass before it (``policy_s_tm1`` is ``s_tm1``): the frozen pass
+        takes that pass's encodings, detached, instead of encoding the batch again.  Same values, and no gradient
+        reached the critics' weights through the frozen pass before either; with cameras each critic's image
+        encoder then runs once per batch instead of twice."""
+        seen: List[Encodings] = []
+
+        def critic(obs: List[torch.Tensor], cont_actions: Optional[torch.Tensor]):
+            encoded = self.encode(obs)
+            seen.append(encoded)
+            return self(obs, cont_actions, encoded=encoded)
+
+        def frozen_critic(obs: List[torch.Tensor], cont_actions: Optional[torch.Tensor], first_only: bool):
+            if not seen:
+                raise RuntimeError("encoding_shared: the frozen critic ran before the critic pass it shares")
+            e1, e2 = seen[-1]
+            detached = (e1.detach(), None if first_only else e2.detach())
+            return self.frozen(obs, cont_actions, first_only, encoded=detached)
+
+        return critic, frozen_critic
 
     def copy_normalization_from(self, body) -> None:
         self.q1.network_body.copy_normalization(body)
@@ -76,6 +117,21 @@ class TwinQ(LayerNormedCritics):
     def make_target(self) -> "TwinQ":
         """A frozen deep copy (no gradients) used for the bootstrap targets."""
         return target_copy(self)
+
+
+def _value_from_encoding(
+    critic: ValueNetwork, obs: List[torch.Tensor], encoded: torch.Tensor, actions: Optional[torch.Tensor]
+) -> Dict[str, torch.Tensor]:
+    """``critic(obs, actions)`` (ML-Agents' ``ValueNetwork.forward``, no memory) from the observation encoding
+    ``encoded`` = ``critic.network_body.observation_encoder(obs)``: the actions joined, the body's hidden layers
+    (with hypernetwork goal conditioning, the goal encoded from ``obs``), the value heads."""
+    body = critic.network_body
+    x = encoded if actions is None else torch.cat([encoded, actions], dim=1)
+    if isinstance(body._body_endoder, ConditionalEncoder):
+        hidden = body._body_endoder(x, body.observation_encoder.get_goal_encoding(obs))
+    else:
+        hidden = body._body_endoder(x)
+    return critic.value_heads(hidden)
 
 
 def sample_for_training(

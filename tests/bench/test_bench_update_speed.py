@@ -380,3 +380,43 @@ def test_learn_speed_counts_the_cpu_time_of_finished_children():
     subprocess.run([sys.executable, "-c", "import time; time.sleep(0.3)"], check=True)
     idle = children_cpu_s() - before
     assert busy >= 0.3 and idle < 0.25
+
+
+def test_time_interleaved_reads_the_clock_it_is_given():
+    ticks = iter(range(100))
+    ms = speed.time_interleaved({"x": lambda: None}, updates=4, warmup=0, blocks=2, clock=lambda: float(next(ticks)))
+    assert ms == {"x": pytest.approx(1000.0 / 2)}  # each block of 2 calls spans one tick
+
+
+def test_learn_speed_runs_a_camera_scene_under_its_behavior_name():
+    from mlagents.trainers.settings import RunOptions
+
+    from bench.speed.learn import behavior_name, config
+
+    name = behavior_name("camera36")
+    assert name == "Camera36"
+    settings = RunOptions.from_dict(config("fast_sac", 3000, 500, 128, 128, False, name)).behaviors[name]
+    assert settings.trainer_type == "fast_sac" and settings.hyperparameters.batch_size == 128
+
+
+def test_camera_speed_times_each_variant_against_builtin_sac(capsys):
+    from bench.speed import camera
+
+    out = camera.main(["--continuous", "2", "--variants", "sac", "fast_sac", "encoded_twice", "--updates", "2",
+                       "--warmup", "0", "--rows", "128", "--batch", "8", "--hidden", "16", "--blocks", "2", "--json"])
+    assert out["actions"] == {"continuous": 2, "branches": []} and out["observations"] == [[3, 36, 36], [2]]
+    rows = {r["variant"]: r for r in out["rows"]}
+    assert set(rows) == {"sac", "fast_sac", "encoded_twice"}
+    assert rows["fast_sac"]["over_fast_sac"] == 1.0 and all(r["ms"] > 0 for r in rows.values())
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["rows"] == out["rows"]
+
+
+def test_camera_speed_cli_rejects_bad_numbers(capsys):
+    from bench.speed import camera
+
+    with pytest.raises(SystemExit):
+        camera.main(["--updates", "0"])
+    assert "--updates=0 is invalid" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        camera.main(["--threads", "2"])
+    assert "--clock cpu counts the timing thread only" in capsys.readouterr().err

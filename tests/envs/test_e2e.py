@@ -90,7 +90,11 @@ def test_launch_mode_two_envs_then_resume(builds, tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     text = out.stdout + out.stderr
     assert "Resuming from" in text and "Step: 1500" in text and "Step: 500." not in text
-    assert glob.glob(os.path.join(run, "Balance", "Balance-15*.onnx"))
+    # the resumed run's final checkpoint: at max_steps or past it (trajectories from two workers can arrive together
+    # on a loaded machine, so the step lands anywhere from 1500 on)
+    steps = [int(os.path.basename(p)[len("Balance-"):-len(".onnx")])
+             for p in glob.glob(os.path.join(run, "Balance", "Balance-*.onnx"))]
+    assert max(steps) >= 1500, steps
     check_onnx(os.path.join(run, "Balance.onnx"))
 
 
