@@ -16,6 +16,7 @@ from mlagents.trainers.torch_entities.networks import SimpleActor
 from mlagents_envs.base_env import BehaviorSpec
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
+from mlagents_plugins.common.lean_policy import LeanPolicy
 from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
@@ -45,7 +46,7 @@ class FastSACTrainer(OffPolicyTrainerBase):
         return self.hyperparameters.prioritized_replay
 
     def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TorchPolicy:
-        policy = TorchPolicy(
+        policy = LeanPolicy(
             self.seed,
             behavior_spec,
             self.trainer_settings.network_settings,
