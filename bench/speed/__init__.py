@@ -11,6 +11,9 @@ Modes (each has ``--help``):
   fast_sac through real ``mlagents-learn`` (issue #3's 8-agent setup), runs alternating.
 * ``proto`` (``bench/speed/proto.py``): what the protobuf stack costs per environment step, one environment
   (``--venv``) against another.
+* ``gpu`` (``bench/speed/gpu.py``): fast_sac against built-in sac at GPU sizes (84x84 cameras, 3x512, batches of
+  512-1024, 64 agents): update throughput and whole-run environment steps per second, about 5 minutes on one GPU;
+  ``--tiny --device cpu`` checks it on a CPU.
 
 ``bench/speed/common.py`` holds their shared timing and trainer-building code.  Where the CPU of a whole
 ``mlagents-learn`` run goes, phase by phase, is ``python -m bench profile``.
@@ -21,7 +24,8 @@ import os
 import sys
 from typing import List, Optional
 
-MODES = {"update": "bench.speed.update", "learn": "bench.speed.learn", "proto": "bench.speed.proto"}
+MODES = {"update": "bench.speed.update", "learn": "bench.speed.learn", "proto": "bench.speed.proto",
+         "gpu": "bench.speed.gpu"}
 
 
 def _all(argv: List[str]) -> int:
