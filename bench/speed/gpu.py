@@ -18,7 +18,7 @@ measurement) and ``REPORT.md``:
   ``--max-steps``.  Environment steps per second come from the console summaries after the first one (start-up,
   ``buffer_init_steps`` and any compile excluded; reported apart), so short runs measure the steady state.
 
-The defaults fit in about 5 minutes on one H100/H200 with 16 cores: about 60 s of update timing, 4 runs of 45 s and
+The defaults fit in about 5 minutes on one H100/H200 with 16 cores: about 60 s of update timing, 4 runs of 40 s and
 their start-ups.  ``--tiny`` shrinks everything (20x20 frames, the ``simple`` encoder's smallest, 1x16 units, batches of 16, 8 agents, short runs) to
 check the command on a CPU.
 """
@@ -364,12 +364,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--buffer-init", type=int, default=2000, help="buffer_init_steps (default 2000)")
     p.add_argument("--summary", type=int, default=1000, help="summary_freq of the whole runs (default 1000)")
     p.add_argument("--pairs", type=int, default=2, help="sac/fast_sac run pairs, alternating (default 2)")
-    p.add_argument("--run-s", type=float, default=45.0, help="seconds before a whole run is stopped (default 45)")
+    p.add_argument("--run-s", type=float, default=40.0, help="seconds before a whole run is stopped (default 40)")
     p.add_argument("--max-steps", type=int, default=10 ** 6, help="max_steps of a whole run (default 1e6)")
     p.add_argument("--rows", type=int, default=4096, help="replay rows of the update part (at least 4 batches)")
     p.add_argument("--updates", type=int, default=500, help="most timed updates per trainer and batch (500)")
-    p.add_argument("--update-s", type=float, default=10.0,
-                   help="seconds of timed updates per trainer and batch at most (default 10)")
+    p.add_argument("--update-s", type=float, default=8.0,
+                   help="seconds of timed updates per trainer and batch at most (default 8)")
     p.add_argument("--warmup", type=int, default=5, help="untimed updates per trainer first (default 5)")
     p.add_argument("--whole-step", action="store_true",
                    help="also time fast_sac with the compiled whole step forced onto the device")
