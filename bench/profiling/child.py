@@ -81,8 +81,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     record: Dict[str, Any] = {"exit_code": None, "error": None}
     try:
         from mlagents.trainers import learn  # registers the trainer plugins on import
+        import torch
 
         from bench.profiling import floor
+
+        sampler.hide_from_compiler(torch.compiler.disable)
 
         floor.register()
         install_hooks(sampler, record)

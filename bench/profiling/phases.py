@@ -220,6 +220,17 @@ class PhaseSampler:
         self.sample(frame)
         self.handler_cpu_s += time.thread_time() - t0
 
+    def hide_from_compiler(self, disable: Callable[[Callable], Callable]) -> None:
+        """Re-install the signal handler wrapped in ``disable`` (``torch.compiler.disable``), once torch is imported.
+
+        A signal handler runs in the main thread between two bytecodes of whatever runs there, also inside a call
+        of a ``torch.compile``d function, where TorchDynamo intercepts every Python frame that starts: it would try
+        to compile the handler's frames, spending compile time the run does not have, and inside a ``fullgraph``
+        function (fast_sac's whole-step graph) the attempt raises and the trainer falls back to a slower path.
+        The wrapper's frame is TorchDynamo's own, which it skips, and it runs the handler with compiling off."""
+        if self._running:
+            signal.signal(signal.SIGPROF, disable(self._on_signal))
+
     def sample(self, main_frame) -> None:
         """Attribute the CPU used since the last sample (see ``split_sample``)."""
         now = self._process_clock()

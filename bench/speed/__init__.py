@@ -13,6 +13,9 @@ Modes (each has ``--help``):
   shared or not, channels-last, compiled, the DrQ shift) against built-in sac.
 * ``proto`` (``bench/speed/proto.py``): what the protobuf stack costs per environment step, one environment
   (``--venv``) against another.
+* ``gpu`` (``bench/speed/gpu.py``): fast_sac against built-in sac at GPU sizes (84x84 cameras, 3x512, batches of
+  512-1024, 64 agents): update throughput and whole-run environment steps per second, about 5 minutes on one GPU;
+  ``--tiny --device cpu`` checks it on a CPU.
 
 ``bench/speed/common.py`` holds their shared timing and trainer-building code.  Where the CPU of a whole
 ``mlagents-learn`` run goes, phase by phase, is ``python -m bench profile``.
@@ -24,7 +27,7 @@ import sys
 from typing import List, Optional
 
 MODES = {"update": "bench.speed.update", "learn": "bench.speed.learn", "proto": "bench.speed.proto",
-         "camera": "bench.speed.camera"}
+         "camera": "bench.speed.camera", "gpu": "bench.speed.gpu"}
 
 
 def _all(argv: List[str]) -> int:

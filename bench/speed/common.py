@@ -66,9 +66,17 @@ def balance_spec():
     return BehaviorSpec(list(scene.observation_specs), scene.action_spec)
 
 
+def _observation(shape, rng: np.random.Generator) -> np.ndarray:
+    """Vector observations standard normal; camera frames ([C, H, W]) uniform multiples of 1/255, as 8-bit
+    pixels decode."""
+    if len(shape) == 3:
+        return (rng.integers(0, 256, shape) / 255.0).astype(np.float32)
+    return rng.normal(size=shape).astype(np.float32)
+
+
 def synthetic_trajectory(spec, length: int, rng: np.random.Generator, done: bool, agent_id: str,
                          log_probs: Optional[np.ndarray] = None):
-    """A ``Trajectory`` of random observations/actions/rewards of ``spec``'s shapes (continuous actions only).
+    """A ``Trajectory`` of random observations/actions/rewards of ``spec``'s shapes (every action allowed).
 
     ``log_probs`` ``[length, W]`` fills the continuous log-probs slot (taac keeps its step record there);
     default random values of width ``continuous_size`` (impala reads them as behaviour log-probabilities).
@@ -78,28 +86,27 @@ def synthetic_trajectory(spec, length: int, rng: np.random.Generator, done: bool
     from mlagents_envs.base_env import ActionTuple
 
     a = spec.action_spec
-    if a.discrete_size:
-        raise ValueError(f"synthetic_trajectory: only continuous action specs, got branches {a.discrete_branches}")
     if log_probs is None:
         log_probs = rng.normal(-1.0, 0.3, (length, a.continuous_size)).astype(np.float32)
+    branches = list(a.discrete_branches)
     steps = []
     for t in range(length):
         last = t == length - 1
         steps.append(AgentExperience(
-            obs=[rng.normal(size=o.shape).astype(np.float32) for o in spec.observation_specs],
+            obs=[_observation(o.shape, rng) for o in spec.observation_specs],
             reward=float(rng.normal()),
             done=bool(last and done),
             action=ActionTuple(continuous=rng.uniform(-1, 1, (a.continuous_size,)).astype(np.float32),
-                               discrete=np.zeros(0, np.int32)),
-            action_probs=LogProbsTuple(continuous=log_probs[t], discrete=np.zeros(0, np.float32)),
-            action_mask=None,
-            prev_action=np.zeros(0, np.int32),
+                               discrete=np.array([rng.integers(0, b) for b in branches], np.int32)),
+            action_probs=LogProbsTuple(continuous=log_probs[t], discrete=np.full(len(branches), -1.0, np.float32)),
+            action_mask=[np.zeros(b, bool) for b in branches] if branches else None,
+            prev_action=np.zeros(len(branches), np.int32),
             interrupted=False,
             memory=None,
             group_status=[],
             group_reward=0.0,
         ))
-    next_obs = [rng.normal(size=o.shape).astype(np.float32) for o in spec.observation_specs]
+    next_obs = [_observation(o.shape, rng) for o in spec.observation_specs]
     return Trajectory(steps=steps, next_obs=next_obs, next_group_obs=[], agent_id=agent_id, behavior_id="B?team=0")
 
 

@@ -31,6 +31,9 @@ on CUDA (torch 2.11, an H100) muzero_repr's whole-step graph crashed the process
 Inductor's Triton kernel launcher, which no fallback can catch (docs/gpu.md); there the loss-only graph, checked
 on GPUs before, is used.
 
+**Cache.**  The compiled graphs are cached per machine kind under the user's cache folder (``compile_cache``), so
+only the first run on a machine pays the whole compile.
+
 ``MLAGENTS_PLUGINS_COMPILE=0`` turns compiling off process-wide (overriding the trainer setting), for
 debugging and for test suites that create many short-lived trainers.
 """
@@ -42,6 +45,8 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from mlagents.torch_utils import torch
 from mlagents_envs.logging_util import get_logger
+
+from mlagents_plugins.common import compile_cache
 
 logger = get_logger(__name__)  # ML-Agents' logger: shown in mlagents-learn's output at --log-level
 
@@ -182,6 +187,7 @@ class CompiledStep:
         self.error: Optional[str] = None
         self._compiled: Optional[Callable[..., Any]] = None
         if enabled and compile_allowed_by_env() and hasattr(torch, "compile"):
+            compile_cache.use_machine_cache()  # before anything compiles: a later run on the machine starts warm
             # dynamic=False: batch shapes are fixed per run; a changed shape recompiles rather than
             # generating slower shape-generic kernels.
             self._compiled = torch.compile(_own_code(fn), dynamic=False)

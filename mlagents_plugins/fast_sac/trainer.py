@@ -21,6 +21,7 @@ from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
 from mlagents_plugins.common.image_augment import augment, image_sizes
+from mlagents_plugins.common.lean_policy import LeanPolicy
 from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
@@ -66,7 +67,7 @@ class FastSACTrainer(OffPolicyTrainerBase):
         if self.has_images:
             logger.info(f"{self.brain_name}: DrQ random shifts of camera frames by up to {self.shift_pad} pixels "
                         f"(random_shift_pad: {self.hyperparameters.random_shift_pad}; null = automatic, 0 = off)")
-        policy = TorchPolicy(
+        policy = LeanPolicy(
             self.seed,
             behavior_spec,
             self.trainer_settings.network_settings,

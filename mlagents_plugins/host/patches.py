@@ -71,6 +71,15 @@ PATCHES: Tuple[HostPatch, ...] = (
         opt_out="MLAGENTS_PLUGINS_BIND_ALL",
     ),
     HostPatch(
+        name="rpc_channel",
+        target="mlagents_envs.rpc_communicator.UnityToExternalServicerImplementation.__init__",
+        why="the gRPC thread and the environment worker's main thread pass every message through a multiprocessing "
+        "Pipe, so each step's observations and actions are serialized and parsed twice more; the replacement "
+        "hands the messages over in-process",
+        installer="mlagents_plugins.host.rpc_channel:install_rpc_channel",
+        opt_out="MLAGENTS_PLUGINS_RPC_PIPE",
+    ),
+    HostPatch(
         name="atomic_checkpoint",
         target="mlagents.trainers.model_saver.torch_model_saver.TorchModelSaver.save_checkpoint",
         why="checkpoint.pt is written in place, so a kill or a full disk mid-save leaves a truncated file and "

@@ -17,7 +17,7 @@ command pipe, so its ``recv`` never sees EOF.  It keeps its gRPC port and its bu
 ``create_worker`` looks ``worker`` up in its module at each call, so restarted workers get it too.  Under the
 ``spawn``/``forkserver`` start methods the child imports ML-Agents afresh, without this package's patches:
 ``guarded_worker`` (pickled by reference to this module) then installs the ones that act inside the worker
-(``loopback_bind``, ``connect_errors``) before anything binds a port.  ``MLAGENTS_PLUGINS_ORPHAN_WORKERS=1`` keeps ML-Agents'
+(``loopback_bind``, ``connect_errors``, ``rpc_channel``) before anything binds a port.  ``MLAGENTS_PLUGINS_ORPHAN_WORKERS=1`` keeps ML-Agents'
 original worker (``patches`` lists it).
 """
 import logging
@@ -92,10 +92,11 @@ def guarded_worker(*args: Any, **kwargs: Any) -> None:
     """``subprocess_env_manager.worker`` of ML-Agents 1.1.0, bound to the life of the trainer process."""
     if ORIGINAL is None:
         # Imported afresh (spawn/forkserver): the trainer's patches are not in this process yet.
-        from mlagents_plugins.host import connect_errors, loopback_bind
+        from mlagents_plugins.host import connect_errors, loopback_bind, rpc_channel
 
         loopback_bind.install_loopback_bind()
         connect_errors.install_connect_errors()
+        rpc_channel.install_rpc_channel()
         install_worker_lifetime()
     bind_to_parent(_parent_pid())
     _upstream_worker()(*args, **kwargs)

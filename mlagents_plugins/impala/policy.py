@@ -1,4 +1,4 @@
-"""A TorchPolicy that knows its version and remembers which version chose each action.
+"""A ``LeanPolicy`` that knows its version and remembers which version chose each action.
 
 Why: the policy-lag statistic (updates between acting and learning) needs the version at acting time,
 but ML-Agents' AgentProcessor copies only fixed fields (action, log-probs, memory) of the policy's output
@@ -14,9 +14,9 @@ from typing import Deque, List, Sequence, Tuple
 import numpy as np
 from mlagents.trainers.action_info import ActionInfo
 from mlagents.trainers.behavior_id_utils import get_global_agent_id
-from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import DecisionSteps
 
+from mlagents_plugins.common.lean_policy import LeanPolicy
 from mlagents_plugins.impala.pieces import UNKNOWN_VERSION
 
 POLICY_VERSION_KEY = "policy_version"
@@ -26,14 +26,15 @@ def obs_fingerprint(obs: Sequence[np.ndarray]) -> int:
     return hash(tuple(np.ascontiguousarray(o, dtype=np.float32).tobytes() for o in obs))
 
 
-class ImpalaPolicy(TorchPolicy):
-    """TorchPolicy + ``version`` (optimizer updates applied so far) + the acting-time version log."""
+class ImpalaPolicy(LeanPolicy):
+    """``LeanPolicy`` (acting with the behaviour log-probabilities V-trace needs) + ``version`` (optimizer updates
+    applied so far) + the acting-time version log."""
 
     max_log_per_agent = 4096  # entries kept per agent; older ones are forgotten
     max_agents = 65536  # agents remembered (least recently acting dropped first)
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, return_log_probs=True, **kwargs)
         self.version = 0
         self._log: "OrderedDict[str, Deque[Tuple[int, int]]]" = OrderedDict()
         self._log_lock = threading.Lock()  # get_action (env thread) vs trainer thread (threaded: true)

@@ -18,6 +18,7 @@ from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
+from mlagents_plugins.common.lean_policy import LeanPolicy
 from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr.actor import MuZeroActor
 from mlagents_plugins.muzero_repr.optimizer import (
@@ -59,7 +60,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         hp = self.hyperparameters
         # random_shift_pad resolved once for this behavior's observations (null: automatic); every batch uses it.
         self.shift_pad = hp.shift_pad(behavior_spec.observation_specs)
-        return TorchPolicy(
+        return LeanPolicy(
             self.seed,
             behavior_spec,
             self.trainer_settings.network_settings,

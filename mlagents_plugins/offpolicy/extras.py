@@ -8,7 +8,7 @@ row of a trajectory, including an episode's last one.  The hook has two ends:
   The named arrays are also returned under ``run_out[STEP_EXTRAS_OUTPUT]`` for callers of ``evaluate``.
 * **Trainer** (``OffPolicyTrainerBase.step_extras(behavior_spec)``): returns the same ``StepExtras``.  The
   base adds its fields to the replay layout and, for every trajectory chunk, reads them back with
-  ``StepExtras.read(agent_buffer)`` and stores them next to the standard transition row.
+  ``StepExtras.read(trajectory)`` and stores them next to the standard transition row.
 
 Transport (the one ML-Agents 1.1.0 constraint): ``AgentExperience`` has a fixed set of fields, and the only
 per-step, per-agent float vector that ``AgentProcessor._process_step`` copies from the policy's outputs into
@@ -23,8 +23,8 @@ from typing import Any, Dict, Mapping, Tuple
 
 import numpy as np
 
-from mlagents.trainers.buffer import AgentBuffer, BufferKey
 from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
+from mlagents.trainers.trajectory import Trajectory
 
 from mlagents_plugins.replay.specs import FieldSpec
 
@@ -96,6 +96,6 @@ class StepExtras:
         """Entries for ``Policy.evaluate``'s output dict: the transport and the named arrays."""
         return {"log_probs": LogProbsTuple(continuous=self.pack(values)), STEP_EXTRAS_OUTPUT: dict(values)}
 
-    def read(self, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
-        """The extras of every step of a trajectory chunk (``trajectory.to_agentbuffer()``)."""
-        return self.unpack(np.asarray(agent_buffer[BufferKey.CONTINUOUS_LOG_PROBS], dtype=np.float32))
+    def read(self, trajectory: Trajectory) -> Dict[str, np.ndarray]:
+        """The extras of every step of a trajectory chunk (each step's continuous log-probs slot)."""
+        return self.unpack(np.asarray([e.action_probs.continuous for e in trajectory.steps], dtype=np.float32))

@@ -12,8 +12,12 @@ observation once per chunk.
 
 Visual observations (rank-3) are stored as uint8 (ML-Agents decodes PNG frames to ``k / 255`` exactly, so
 rounding back is lossless) and turned back into float on the training device.
+
+Rows are read straight from the chunk's steps, one array per field (``trajectory_to_rows``), with the values
+``Trajectory.to_agentbuffer()`` would give, but without building that buffer: it appends some twenty fields per
+step, most of which an off-policy row never reads.
 """
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -70,32 +74,61 @@ def _to_storage(x: np.ndarray, compact: bool) -> np.ndarray:
     return x.astype(np.float32, copy=False)
 
 
-def trajectory_to_rows(spec: BehaviorSpec, trajectory: Trajectory, buf: AgentBuffer) -> Dict[str, np.ndarray]:
-    """Standard rows of one trajectory chunk (``buf`` is ``trajectory.to_agentbuffer()``)."""
-    n = buf.num_experiences
+def stacked_observations(trajectory: Trajectory) -> List[np.ndarray]:
+    """Observation ``i`` of every step of a chunk as one float32 ``[n, *shape]`` array (one stack per observation,
+    straight from the steps: what ``to_agentbuffer()`` would hold under ``ObsUtil.get_name_at(i)``)."""
+    steps = trajectory.steps
+    return [np.asarray(np.stack([e.obs[i] for e in steps]), dtype=np.float32) for i in range(len(steps[0].obs))]
+
+
+def observation_buffer(obs: Sequence[np.ndarray]) -> AgentBuffer:
+    """An ``AgentBuffer`` holding only the observations (what an actor's ``update_normalization`` reads)."""
+    buf = AgentBuffer()
+    for i, x in enumerate(obs):
+        buf[ObsUtil.get_name_at(i)].set(list(x))
+    return buf
+
+
+def _action_masks(steps, n: int, discrete_size: int, width: int) -> np.ndarray:
+    """[n, width] bool, True = allowed: ``to_agentbuffer``'s masks (1 - the environment's blocked flags; ones of
+    the branch count where a step has none), all allowed when they do not form an [n, width] array."""
+    masks = [np.ones(discrete_size, np.float32) if e.action_mask is None else 1 - np.concatenate(e.action_mask)
+             for e in steps]
+    try:
+        mask = np.asarray(masks, dtype=np.float32)
+    except ValueError:  # steps with and without masks: ragged
+        mask = None
+    if mask is None or mask.ndim != 2 or mask.shape[1] != width:  # environment sent no mask: everything allowed
+        mask = np.ones((n, width), np.float32)
+    return mask > 0.5
+
+
+def trajectory_to_rows(spec: BehaviorSpec, trajectory: Trajectory,
+                       obs: Optional[Sequence[np.ndarray]] = None) -> Dict[str, np.ndarray]:
+    """Standard rows of one trajectory chunk, one array per field read straight from its steps (no
+    ``AgentBuffer``); ``obs`` is ``stacked_observations(trajectory)`` when the caller has it already."""
+    steps = trajectory.steps
+    n = len(steps)
+    obs = stacked_observations(trajectory) if obs is None else obs
     rows: Dict[str, np.ndarray] = {}
     for i, o in enumerate(spec.observation_specs):
         compact = is_compact_obs(o.shape)
-        rows[obs_field(i)] = _to_storage(np.asarray(buf[ObsUtil.get_name_at(i)], dtype=np.float32), compact)
-        rows[next_obs_field(i)] = _to_storage(
-            np.asarray(buf[ObsUtil.get_name_at_next(i)], dtype=np.float32), compact
-        )
+        stored = _to_storage(obs[i], compact)
+        final = _to_storage(np.asarray(trajectory.next_obs[i], dtype=np.float32)[None], compact)
+        rows[obs_field(i)] = stored
+        rows[next_obs_field(i)] = np.concatenate([stored[1:], final])
     a = spec.action_spec
     if a.continuous_size > 0:
-        rows[CONT_ACTION] = np.asarray(buf[BufferKey.CONTINUOUS_ACTION], dtype=np.float32).reshape(n, -1)
+        rows[CONT_ACTION] = np.asarray([e.action.continuous for e in steps], dtype=np.float32).reshape(n, -1)
     if a.discrete_size > 0:
-        rows[DISC_ACTION] = np.asarray(buf[BufferKey.DISCRETE_ACTION]).reshape(n, -1).astype(np.int32)
-        width = int(sum(a.discrete_branches))
-        mask = np.asarray(buf[BufferKey.ACTION_MASK], dtype=np.float32)
-        if mask.ndim != 2 or mask.shape[1] != width:  # environment sent no mask: everything allowed
-            mask = np.ones((n, width), np.float32)
-        mask = mask > 0.5
+        rows[DISC_ACTION] = np.asarray([e.action.discrete for e in steps]).reshape(n, -1).astype(np.int32)
+        mask = _action_masks(steps, n, a.discrete_size, int(sum(a.discrete_branches)))
         rows[ACTION_MASK] = mask
         # Mask at t+1; unknown after the chunk's last step (no decision there yet): everything allowed.
         nxt = np.ones_like(mask)
         nxt[:-1] = mask[1:]
         rows[NEXT_ACTION_MASK] = nxt
-    rows[REWARD] = np.asarray(buf[BufferKey.ENVIRONMENT_REWARDS], dtype=np.float32)
+    rows[REWARD] = np.asarray([e.reward for e in steps], dtype=np.float32)
     terminal = np.zeros(n, dtype=bool)
     # Only the last step can end an episode; a time-out (interrupted) is not terminal: it bootstraps.
     terminal[-1] = bool(trajectory.done_reached and not trajectory.interrupted)

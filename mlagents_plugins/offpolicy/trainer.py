@@ -4,7 +4,7 @@ update cadence, replay persistence, stats, reward streams of replayed rows (``st
 Subclasses (fast_sac, taac, muzero_repr) provide:
 
 * ``create_policy`` / ``create_optimizer`` (as for any ``RLTrainer``);
-* ``replay_fields(behavior_spec)`` and ``trajectory_to_rows(trajectory, agent_buffer)`` - the replay layout
+* ``replay_fields(behavior_spec)`` and ``trajectory_to_rows(trajectory, obs)`` - the replay layout
   and how one trajectory chunk becomes rows (default: the standard transition rows of ``offpolicy.rows``);
 * ``update_once()`` - draw a minibatch from ``self.replay`` and take one gradient step, returning stats.
 
@@ -68,18 +68,25 @@ STAT_DROPPED_NONFINITE = "Replay/Dropped Non-finite Chunks"
 STAT_REPLAY_SIZE = "Replay/Size"
 
 
-def nonfinite_input(trajectory: Trajectory) -> Optional[str]:
-    """What in ``trajectory`` (observations, next observations, rewards) holds NaN or inf, or None."""
-    steps = trajectory.steps
-    if not np.isfinite(np.asarray([s.reward for s in steps], dtype=np.float64)).all():
+def nonfinite_input(trajectory: Trajectory, obs: List[np.ndarray]) -> Optional[str]:
+    """What in ``trajectory`` (observations, next observations, rewards) holds NaN or inf, or None; ``obs`` is
+    ``offpolicy_rows.stacked_observations(trajectory)``."""
+    if not np.isfinite(np.asarray([s.reward for s in trajectory.steps], dtype=np.float64)).all():
         return "reward"
-    for k in range(len(steps[0].obs) if steps else 0):
-        if not all(np.isfinite(s.obs[k]).all() for s in steps):
+    for k, stacked in enumerate(obs):
+        if not np.isfinite(stacked).all():
             return f"observation {k}"
     for k, o in enumerate(trajectory.next_obs):
         if not np.isfinite(o).all():
             return f"observation {k} (after the last step)"
     return None
+
+
+def _group_rewards_only(steps) -> AgentBuffer:
+    """The chunk's group rewards as the one field ``RLTrainer._warn_if_group_reward`` reads."""
+    buf = AgentBuffer()
+    buf[BufferKey.GROUP_REWARD].set([e.group_reward for e in steps])
+    return buf
 
 
 class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
@@ -106,9 +113,10 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
         """Replay layout; default the standard transition row (``offpolicy.rows``)."""
         return offpolicy_rows.transition_fields(spec)
 
-    def trajectory_to_rows(self, trajectory: Trajectory, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
-        """Rows of one trajectory chunk (one replay segment); default the standard transition rows."""
-        return offpolicy_rows.trajectory_to_rows(self.policy.behavior_spec, trajectory, agent_buffer)
+    def trajectory_to_rows(self, trajectory: Trajectory, obs: List[np.ndarray]) -> Dict[str, np.ndarray]:
+        """Rows of one trajectory chunk (one replay segment; ``obs``: its stacked observations); default the
+        standard transition rows."""
+        return offpolicy_rows.trajectory_to_rows(self.policy.behavior_spec, trajectory, obs)
 
     def step_extras(self, spec: BehaviorSpec) -> Optional[StepExtras]:
         """Per-step extras this trainer's policy records (stored as replay columns), or None (default)."""
@@ -128,11 +136,11 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
             fields.update(extras.fields)
         return fields
 
-    def _rows_of(self, trajectory: Trajectory, agent_buffer: AgentBuffer) -> Dict[str, np.ndarray]:
-        rows = self.trajectory_to_rows(trajectory, agent_buffer)
+    def _rows_of(self, trajectory: Trajectory, obs: List[np.ndarray]) -> Dict[str, np.ndarray]:
+        rows = self.trajectory_to_rows(trajectory, obs)
         extras = self.step_extras(self.policy.behavior_spec)
         if extras is not None:
-            rows.update(extras.read(agent_buffer))
+            rows.update(extras.read(trajectory))
         self.observe_rows(rows, trajectory)
         return rows
 
@@ -229,7 +237,8 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
     # ------------------------------------------------------------------ intake
     def _process_trajectory(self, trajectory: Trajectory) -> None:
         super()._process_trajectory(trajectory)
-        bad = nonfinite_input(trajectory)
+        obs = offpolicy_rows.stacked_observations(trajectory)
+        bad = nonfinite_input(trajectory, obs)
         if bad is not None:
             # A NaN in the replay or the normalizer would reach every later update and every checkpoint.
             self.dropped_nonfinite += 1
@@ -243,15 +252,23 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
             self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
             return
         agent_id = trajectory.agent_id
-        buf = trajectory.to_agentbuffer()
-        self._warn_if_group_reward(buf)
+        steps = trajectory.steps
+        if not self._has_warned_group_rewards and any(e.group_reward for e in steps):
+            self._warn_if_group_reward(_group_rewards_only(steps))
         if self.is_training:
-            self.policy.actor.update_normalization(buf)
-        self.collected_rewards["environment"][agent_id] += float(np.sum(buf[BufferKey.ENVIRONMENT_REWARDS]))
-        for name, signal in self.optimizer.reward_signals.items():
-            self.collected_rewards[name][agent_id] += float(np.sum(signal.evaluate(buf) * signal.strength))
+            self.policy.actor.update_normalization(offpolicy_rows.observation_buffer(obs))
+        self.collected_rewards["environment"][agent_id] += float(np.sum(np.asarray([e.reward for e in steps])))
+        if self._signals_need_buffer:  # intrinsic providers (or groupmate rewards) read an AgentBuffer of the chunk
+            buf = trajectory.to_agentbuffer()
+            for name, signal in self.optimizer.reward_signals.items():
+                self.collected_rewards[name][agent_id] += float(np.sum(signal.evaluate(buf) * signal.strength))
+        else:  # the extrinsic provider's value without the buffer: individual + group rewards, float32
+            extrinsic = (np.asarray([e.reward for e in steps], dtype=np.float32)
+                         + np.asarray([e.group_reward for e in steps], dtype=np.float32))
+            for name, signal in self.optimizer.reward_signals.items():
+                self.collected_rewards[name][agent_id] += float(np.sum(extrinsic * signal.strength))
         if self.is_training:  # also the chunk that crosses max_steps, so a resumed run has every row
-            self.replay.add(self._rows_of(trajectory, buf))
+            self.replay.add(self._rows_of(trajectory, obs))
         if trajectory.done_reached:
             self._update_end_episode_stats(agent_id, self.optimizer)
 
@@ -265,6 +282,13 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
             and self._step >= self.hyperparameters.buffer_init_steps
             and self.replay.size >= self.hyperparameters.batch_size
         )
+
+    @property
+    def _signals_need_buffer(self) -> bool:
+        """Whether a reward provider's ``evaluate`` needs the chunk's ``AgentBuffer``: every one but the plain
+        extrinsic reward (individual + group reward), whose value intake computes from the steps."""
+        return any(not isinstance(s, ExtrinsicRewardProvider) or s.add_groupmate_rewards
+                   for s in self.optimizer.reward_signals.values())
 
     @property
     def has_intrinsic_signals(self) -> bool:

@@ -125,6 +125,33 @@ def test_sampler_attributes_a_threads_cpu_to_its_own_stack():
     assert any("_update_policy" in sig for sig, _ in sampler.top_stacks()["update"])
 
 
+def test_the_sampler_stays_out_of_a_compiled_whole_step():
+    """Samples taken while a ``torch.compile(fullgraph=True)`` step runs (fast_sac's whole step traces
+    ``torch.autograd.grad``) must not reach TorchDynamo: unwrapped, it tried to compile the handler's frames and the
+    step raised ("Attempt to trace generator"), so profiled runs fell back to the slower two-graph update."""
+    import torch
+
+    sampler = phases.PhaseSampler(interval_s=0.001)
+    weight = torch.randn(48, 48, requires_grad=True)
+
+    def step(x, w):
+        y = torch.tanh(x @ w).sum()
+        (g,) = torch.autograd.grad(y, [w])
+        return y.detach(), g
+
+    compiled = torch.compile(step, fullgraph=True, dynamic=False)
+    x = torch.randn(16, 48)
+    sampler.start()
+    try:
+        sampler.hide_from_compiler(torch.compiler.disable)
+        with torch._dynamo.config.patch(trace_autograd_ops=True):
+            for _ in range(2000):
+                compiled(x, weight)
+    finally:
+        sampler.stop()
+    assert sum(sampler.accounts.samples.values()) > 100  # signals did arrive, also during compiled calls
+
+
 def test_descendants_and_roles_from_proc(tmp_path):
     """A real child tree: this process -> sleeping child -> its child, found from /proc with their command lines."""
     import subprocess

@@ -27,8 +27,7 @@ def test_rows_of_a_timeout_chunk_bootstrap_and_terminal_only_on_true_end(tmp_pat
     rng = np.random.default_rng(0)
     masks = [[np.array([False, True, False])], [np.array([True, False, False])], [np.array([False, False, True])]]
     traj = trajectory(spec, 3, rng, done=True, interrupted=True, masks=masks)
-    buf = traj.to_agentbuffer()
-    rows = R.trajectory_to_rows(spec, traj, buf)
+    rows = R.trajectory_to_rows(spec, traj)
     assert not rows[R.TERMINAL].any()  # time-out: bootstrap
     np.testing.assert_array_equal(rows[R.next_obs_field(0)][-1], traj.next_obs[0])
     np.testing.assert_array_equal(rows[R.next_obs_field(0)][0], traj.steps[1].obs[0])
@@ -37,14 +36,14 @@ def test_rows_of_a_timeout_chunk_bootstrap_and_terminal_only_on_true_end(tmp_pat
     np.testing.assert_array_equal(rows[R.NEXT_ACTION_MASK][-1], [True, True, True])
     np.testing.assert_array_equal(rows[R.REWARD], [1.0, 2.0, 3.0])
     done = trajectory(spec, 2, rng, done=True)
-    assert R.trajectory_to_rows(spec, done, done.to_agentbuffer())[R.TERMINAL].tolist() == [False, True]
+    assert R.trajectory_to_rows(spec, done)[R.TERMINAL].tolist() == [False, True]
 
 
 def test_visual_rows_are_uint8_and_round_trip():
     spec = behavior_spec(obs_shapes=((3, 20, 20), (2,)))
     rng = np.random.default_rng(0)
     traj = trajectory(spec, 2, rng)
-    rows = R.trajectory_to_rows(spec, traj, traj.to_agentbuffer())
+    rows = R.trajectory_to_rows(spec, traj)
     assert rows[R.obs_field(0)].dtype == np.uint8 and rows[R.obs_field(1)].dtype == np.float32
     import torch
 

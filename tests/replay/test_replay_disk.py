@@ -22,7 +22,7 @@ STATE = "replay_buffer.mlreplay"
 def chunk_rows(rng, length):
     traj = trajectory(SPEC, length, rng, done=bool(rng.integers(0, 2)), interrupted=bool(rng.integers(0, 2)),
                       reward=lambda t: float(rng.normal()))
-    return offpolicy_rows.trajectory_to_rows(SPEC, traj, traj.to_agentbuffer())
+    return offpolicy_rows.trajectory_to_rows(SPEC, traj)
 
 
 def disk_buffer(folder, capacity=24, spare=12, prioritized=True):

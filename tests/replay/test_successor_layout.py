@@ -32,7 +32,7 @@ def chunks(seed, n, longest=9):
         kind = rng.integers(0, 3)
         traj = trajectory(SPEC, length, rng, done=kind > 0, interrupted=kind == 2, agent_id=f"a{i % 3}",
                           masks=masks, reward=lambda t: float(rng.normal()))
-        out.append(offpolicy_rows.trajectory_to_rows(SPEC, traj, traj.to_agentbuffer()))
+        out.append(offpolicy_rows.trajectory_to_rows(SPEC, traj))
     return out
 
 
@@ -76,7 +76,7 @@ def test_next_of_must_name_a_stored_field_of_the_same_shape_and_dtype():
 def test_add_refuses_successor_rows_that_are_not_the_next_rows():
     buf = ReplayBuffer(8, offpolicy_rows.transition_fields(SPEC))
     traj = trajectory(SPEC, 3, np.random.default_rng(0))
-    rows = offpolicy_rows.trajectory_to_rows(SPEC, traj, traj.to_agentbuffer())
+    rows = offpolicy_rows.trajectory_to_rows(SPEC, traj)
     buf.add(rows)
     rows["next_obs_1"][1] = rows["obs_1"][2] + 1
     with pytest.raises(ValueError, match="'next_obs_1' is the next row's 'obs_1'.*row 1 of this segment"):
@@ -119,7 +119,7 @@ def test_chunk_longer_than_the_ring_and_the_newest_row_before_the_oldest():
     rng = np.random.default_rng(3)
     for length in (3, 4, 10, 2):  # the 10-row chunk keeps only its newest 6 rows
         traj = trajectory(SPEC, length, rng, done=True, interrupted=length == 10)
-        rows = offpolicy_rows.trajectory_to_rows(SPEC, traj, traj.to_agentbuffer())
+        rows = offpolicy_rows.trajectory_to_rows(SPEC, traj)
         old.add(rows)
         new.add(rows)
         assert_same_rows(old, new)

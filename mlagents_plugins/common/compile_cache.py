@@ -1,0 +1,117 @@
+"""Where ``torch.compile`` keeps what it compiled: one folder per machine kind under the user's cache.
+
+Why: compiling a trainer's update costs tens of CPU seconds the first time and a few seconds once Inductor's caches
+(the FX graph cache and the AOT autograd cache, both on by default) hold the graphs.  By default they live in
+``<tmp>/torchinductor_<user>``, which many systems empty at reboot (tmpfs ``/tmp``, containers), so the first run
+after it pays the whole compile again.  Here the caches live under the user's cache folder instead
+(``$XDG_CACHE_HOME`` or ``~/.cache``; ``%LOCALAPPDATA%`` on Windows), never in a run's results folder, so every run
+on the machine after the first starts warm.
+
+A home folder can be shared by machines with different processors (network homes, one disk image on several
+instance types), and Inductor's CPU cache entries do not say which vector instructions their generated C++ was
+written for: a kernel generated for AVX-512 and loaded on an AVX2-only machine would be wrong.  So the folder name
+carries a key of everything a cache entry's validity depends on that Inductor does not check itself: the torch
+build, the Python version, the operating system and architecture, the vector instruction set Inductor picks and
+the one torch's kernels use, and the processor's model and feature flags.  Another torch or another processor gets
+another folder, never another's entries.
+
+``TORCHINDUCTOR_CACHE_DIR`` set by the user (to anything but torch's default) is left alone; so is torch's default
+when the user cache folder cannot be written.
+"""
+import hashlib
+import json
+import os
+import platform
+import sys
+from typing import Dict, Optional
+
+from mlagents.torch_utils import torch
+from mlagents_envs.logging_util import get_logger
+
+logger = get_logger(__name__)
+
+CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+#: the folder under the user's cache folder
+CACHE_SUBDIR = os.path.join("mlagents_plugins", "torchinductor")
+
+
+def user_cache_home() -> str:
+    """``$XDG_CACHE_HOME``, else ``%LOCALAPPDATA%`` on Windows, else ``~/.cache``."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return xdg
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return os.environ["LOCALAPPDATA"]
+    return os.path.join(os.path.expanduser("~"), ".cache")
+
+
+def cpu_identity() -> str:
+    """The processor's model name and feature flags (Linux: ``/proc/cpuinfo``), else ``platform.processor()``."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields: Dict[str, str] = {}
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "flags", "Features", "CPU implementer", "CPU part") and key not in fields:
+                    fields[key] = " ".join(sorted(value.split())) if key in ("flags", "Features") else value.strip()
+            if fields:
+                return json.dumps(fields, sort_keys=True)
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_facts() -> Dict[str, Optional[str]]:
+    """What a cache entry's validity depends on beyond Inductor's own keys (module docstring)."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    return {
+        "torch": torch.__version__,
+        "torch_git": getattr(torch.version, "git_version", None),
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "system": platform.system(),
+        "machine": platform.machine(),
+        "inductor_vec_isa": str(pick_vec_isa()),
+        "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu": cpu_identity(),
+    }
+
+
+def machine_key(facts: Optional[Dict[str, Optional[str]]] = None) -> str:
+    """16 hex digits of a hash of ``facts`` (default ``machine_facts()``)."""
+    text = json.dumps(facts if facts is not None else machine_facts(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cache_folder(facts: Optional[Dict[str, Optional[str]]] = None) -> str:
+    """``<user cache>/mlagents_plugins/torchinductor/torch-<version>-<machine key>``."""
+    facts = facts if facts is not None else machine_facts()
+    version = str(facts["torch"]).replace("+", "_")
+    return os.path.join(user_cache_home(), CACHE_SUBDIR, f"torch-{version}-{machine_key(facts)}")
+
+
+def _torch_default() -> str:
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    return os.path.abspath(default_cache_dir())
+
+
+def use_machine_cache() -> Optional[str]:
+    """Point Inductor's caches at ``cache_folder()`` unless the user chose a folder; returns the folder in use
+    (None if it could not be decided).  Call before the process compiles anything."""
+    current = os.environ.get(CACHE_ENV)
+    try:
+        if current and os.path.abspath(current) != _torch_default():
+            return current  # the user's choice
+        folder = cache_folder()
+        os.makedirs(folder, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise OSError(f"{folder} is not writable")
+    except Exception as err:  # noqa: BLE001 - a cache location must never stop a run
+        logger.debug("torch.compile cache: keeping %s (%s)", current or "torch's default", err)
+        return current
+    os.environ[CACHE_ENV] = folder
+    logger.debug("torch.compile cache: %s", folder)
+    return folder
