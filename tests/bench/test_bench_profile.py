@@ -274,8 +274,9 @@ def test_a_short_real_run_of_built_in_sac_accounts_for_every_cpu_second(tmp_path
     assert rec["samples"]["compile"] == 0  # built-in sac compiles nothing
     assert sum(cols.values()) == pytest.approx(rec["cpu_s"], abs=1e-6)
     own = rec["trainer_process"]
-    trainer_phases = sum(v for k, v in cols.items() if k not in ("env", "exit")) - sum(
-        rec["children_at_loop_start"][r] for r in ("build", "env_worker"))
+    start, end = rec["children_at_loop_start"], rec["children_at_close"]
+    trainer_phases = sum(v for k, v in cols.items() if k not in ("env", "exit")) - (
+        start["build"] + start["env_worker"] + end["reaped"] + end["compile"])  # the trainer process's own
     assert 0.0 < trainer_phases <= own["process_cpu_s"]  # the sampler stopped before the result was written
     assert rec["samples"]["update"] > 10 and any("_update_policy" in s for s, _ in rec["top_stacks"]["update"])
     assert json.dumps(rec)
