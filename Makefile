@@ -51,8 +51,8 @@ smoke: setup
 	$(PY) -m pytest -q $(SMOKE_TESTS) $(PYTEST_ARGS)
 
 # Benchmarks (see bench/README.md; one entry point, `python -m bench <command>`, `python -m bench --help` lists them):
-# our trainers vs built-in sac/ppo -> bench/results/REPORT.md + PNGs (the quick mode writes to $(BENCH_QUICK_OUT),
-# git-ignored, so it never overwrites a committed report).
+# our trainers vs built-in sac/ppo -> results/bench/REPORT.md + PNGs (the quick mode -> $(BENCH_QUICK_OUT)); every
+# default output folder is git-ignored: a study worth keeping goes to bench/results/<study>-<date>/ and its index.
 # BENCH_ARGS passes extra options, e.g. BENCH_ARGS="--jobs 2 --note 'idle machine'".
 BENCH_ARGS ?=
 BENCH_QUICK_OUT ?= results/bench-quick
@@ -66,12 +66,12 @@ bench-quick:
 
 # Defaults benchmark: one minimal drop-in config for every trainer on the validation scenes; its REPORT.md starts
 # with README.md's results table (BENCH_ARGS=--update-readme also writes it into README.md).
-BENCH_DEFAULTS_OUT ?= bench/results/defaults
+BENCH_DEFAULTS_OUT ?= results/bench-defaults
 bench-defaults:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
 	$(PY) -m bench defaults --out $(BENCH_DEFAULTS_OUT) $(BENCH_ARGS)
 
-# Ray vs subprocess env-copy scaling -> bench/results/ray/
+# Ray vs subprocess env-copy scaling -> results/bench-ray/
 bench-ray:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench ray
 	$(PY) -m bench ray $(BENCH_ARGS)

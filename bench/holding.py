@@ -17,7 +17,7 @@ defaults benchmark's drop-in config (bench/plan.py ``minimal_config``: only lr, 
 steps_per_update, 2x128; everything else at each trainer's default).  For muzero_repr as issue #15 ran it (its defaults but for the shared
 fields) add ``--set init_entcoef=1.0``.  One run at a time, one torch thread (the machine is shared).  Runs of
 one seed are not reproducible: two hybrid runs of seed 1, same config but for ``--steps`` (24k, 48k; the
-learning rate is constant), parted from the 2000-step summary on (bench/results/issue14-hybrid), so compare
+learning rate is constant), parted from the 2000-step summary on (bench/results/fast-sac-hybrid-fall-2026-11-25), so compare
 trainers over seeds, not single curves.
 """
 import argparse

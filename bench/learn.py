@@ -36,8 +36,10 @@ from bench.speed.section import run_speed
 
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_OUT = os.path.join(REPO, "bench", "results")
-DEFAULTS_OUT = os.path.join(REPO, "bench", "results", "defaults")
+# Default output folders are git-ignored; a study worth keeping is copied to bench/results/<study>-<date>/ and listed
+# in bench/results/README.md.
+DEFAULT_OUT = os.path.join(REPO, "results", "bench")
+DEFAULTS_OUT = os.path.join(REPO, "results", "bench-defaults")
 README = os.path.join(REPO, "README.md")
 DEFAULT_JOBS = max(1, min(2, os.cpu_count() or 1))
 

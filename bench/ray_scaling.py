@@ -143,7 +143,7 @@ def main(argv=None) -> None:
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--warmup", type=float, default=3.0)
     p.add_argument("--kinds", nargs="+", default=["subprocess", "ray"], choices=["subprocess", "ray"])
-    p.add_argument("--out", default="bench/results/ray")
+    p.add_argument("--out", default="results/bench-ray")
     p.add_argument("--note", default="")
     p.add_argument("--report-only", action="store_true", help="re-render OUT/ray_scaling.md/.png from OUT/ray_scaling.json")
     args = p.parse_args(argv)

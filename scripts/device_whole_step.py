@@ -1,7 +1,7 @@
 """GPU diagnosis: one trainer in-process on a device with the compiled whole step forced on.
 
 Whole steps (``mlagents_plugins/common/compiled_step.py``) are taken only for parameters on the CPU since one crashed a
-run on CUDA (docs/gpu.md, fourth session).  This runs a trainer's drop-in config on ``balance_big_reward_long``
+run on CUDA (docs/gpu.md).  This runs a trainer's drop-in config on ``balance_big_reward_long``
 with that rule bypassed, so a GPU session can check whether the whole step is safe there over a long run:
 
     FORCE_WHOLE=1 python3 scripts/device_whole_step.py muzero_repr 30000 /tmp/run    # DEVICE=cuda by default
