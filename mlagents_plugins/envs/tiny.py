@@ -15,7 +15,7 @@ when every coordinate sits at an end (clipped to [-1, 1]); its last decision the
 ``end_reward * mean(coordinate * g)``, the full amount when every coordinate is at the goal's end.  Every other
 decision costs 0.01.  ``end_reward`` is ``1 + 0.01 * (k - 1)``, with ``k`` the fewest decisions that reach the
 ends, so the best return is exactly 1.0.  An episode that reaches no end within ``time_limit`` decisions times out
-(interrupted; no end reward).
+(interrupted; no end reward; ``TIME_LIMIT``).
 
 The agent never sees its coordinates, only the goal - through each of its observations:
 
@@ -40,6 +40,10 @@ from mlagents_envs.base_env import ActionTuple, DimensionProperty, ObservationSp
 from mlagents_plugins.envs.scenes.base import Scene
 
 STEP_COST = 0.01
+#: decisions before an episode times out: far more than any task needs, so that random play (a random walk of every
+#: coordinate) mostly reaches the ends and shows where the goal is, as it does in ML-Agents' own tiny tasks, which
+#: have no limit
+TIME_LIMIT = 100
 MAX_ENTITIES = 4
 ENTITY_FEATURES = 4
 LIT = 200 / 255  # pixel value of the lit band (a multiple of 1/255, as a PNG camera sends it)
@@ -96,8 +100,8 @@ class TinyTask:
 
     @property
     def time_limit(self) -> int:
-        """Decisions before an episode times out: five times what the best policy needs, at least 10."""
-        return max(10, 5 * self.fewest_decisions)
+        """Decisions before an episode times out (``TIME_LIMIT``)."""
+        return TIME_LIMIT
 
 
 def _camera_spec(shape: Tuple[int, int, int], index: int) -> ObservationSpec:
@@ -286,11 +290,14 @@ class TinyCase:
 
 
 def _cases() -> Dict[str, TinyCase]:
+    """Fourteen cases per built-in config, covering every action kind (one and two continuous actions, one and two
+    branches, hybrid with one or two of each) and observation kind (vector, one and two cameras, ``nature_cnn`` at
+    36x36 and ``resnet`` at 20x20, one and two variable-length observations, a goal signal)."""
     line, square = 0.2, 0.5  # steps: 5 decisions along a line, 2 to a corner of the square
     camera = dict(vector=False, cameras=1)
     out: List[TinyCase] = []
     for builtin, few, more in (("sac", 1000, 2500), ("ppo", 3000, 8000)):
-        # what a user changes in the small config for pixels and for hybrid actions
+        # what a user changes in the small config for pixels, entities and hybrid actions
         if builtin == "sac":
             small_batch = (("batch_size", 16), ("learning_rate", 3.0e-4))
             hybrid = (("batch_size", 256), ("buffer_size", 50000), ("buffer_init_steps", 0))
@@ -299,21 +306,21 @@ def _cases() -> Dict[str, TinyCase]:
             small_batch = (("learning_rate", 3.0e-4),)
             hybrid = (("batch_size", 64), ("buffer_size", 1024), ("learning_rate", 1.0e-3))
             hybrid_camera = (("batch_size", 64), ("buffer_size", 1024), ("learning_rate", 1.0e-4))
-        for kind, c, b in (("continuous", 1, 0), ("discrete", 0, 1)):
-            out.append(TinyCase(f"{builtin}-line-{kind}", TinyTask(c, b, line), builtin, few))
-            out.append(TinyCase(f"{builtin}-square-{kind}", TinyTask(2 * c, 2 * b, square), builtin, more))
-            out.append(TinyCase(f"{builtin}-camera-{kind}", TinyTask(c, b, line, **camera), builtin, few,
-                                small_batch))
-            out.append(TinyCase(f"{builtin}-two-cameras-{kind}", TinyTask(c, b, line, vector=False, cameras=2),
-                                builtin, few, small_batch))
-            out.append(TinyCase(f"{builtin}-entities-{kind}", TinyTask(c, b, line, vector=False, entities=1),
-                                builtin, few, small_batch))
-            out.append(TinyCase(f"{builtin}-two-entities-{kind}", TinyTask(c, b, line, vector=False, entities=2),
-                                builtin, few, small_batch))
-        for c, b in ((1, 1), (2, 2), (1, 2), (2, 1)):
-            out.append(TinyCase(f"{builtin}-hybrid-{c}c{b}d", TinyTask(c, b, square), builtin, more, hybrid))
-        out.append(TinyCase(f"{builtin}-hybrid-camera", TinyTask(1, 1, line, **camera), builtin, more,
-                            hybrid_camera))
+        cases = [
+            ("line-continuous", TinyTask(1, 0, line), few, ()),
+            ("line-discrete", TinyTask(0, 1, line), few, ()),
+            ("square-continuous", TinyTask(2, 0, square), more, ()),
+            ("square-discrete", TinyTask(0, 2, square), more, ()),
+            ("hybrid-1c1d", TinyTask(1, 1, square), more, hybrid),
+            ("hybrid-2c2d", TinyTask(2, 2, square), more, hybrid),
+            ("camera-continuous", TinyTask(1, 0, line, **camera), few, small_batch),
+            ("two-cameras-discrete", TinyTask(0, 1, line, vector=False, cameras=2), few, small_batch),
+            ("hybrid-camera", TinyTask(1, 1, line, **camera), more, hybrid_camera),
+            ("entities-continuous", TinyTask(1, 0, line, vector=False, entities=1), few, small_batch),
+            ("two-entities-discrete", TinyTask(0, 1, line, vector=False, entities=2), few, small_batch),
+        ]
+        for name, task, steps, hyper in cases:
+            out.append(TinyCase(f"{builtin}-{name}", task, builtin, steps, hyper))
         for encoder, size in (("nature_cnn", 36), ("resnet", 20)):
             out.append(TinyCase(f"{builtin}-{encoder}", TinyTask(0, 1, square, image=(3, size, size), **camera),
                                 builtin, few, small_batch, (("vis_encode_type", encoder),)))

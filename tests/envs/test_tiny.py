@@ -28,7 +28,7 @@ def test_hybrid_episode_by_hand():
     end_reward x the mean of coordinate x goal, every other decision costs 0.01, success needs every coordinate at
     the goal's end."""
     task = TinyTask(continuous=2, branches=2, step=0.5)
-    assert (task.axes, task.fewest_decisions, task.end_reward, task.time_limit) == (4, 2, 1.01, 10)
+    assert (task.axes, task.fewest_decisions, task.end_reward, task.time_limit) == (4, 2, 1.01, tiny.TIME_LIMIT)
     scene = _scene(task)
     g = scene.goal[0]
     out = scene.step(_act(scene, [0.9 * g, -0.2 * g], [1, 0]))  # 0.9 clips to 0.5; the branches move +-0.5
@@ -81,7 +81,7 @@ def test_expert_scores_one_and_random_play_stays_under_the_threshold(task):
         scene = _scene(task, areas=16, seed=1)
         rng = np.random.default_rng(0)
         returns = []
-        for _ in range(200):
+        for _ in range(1000):  # random play needs many decisions per episode (a random walk to the ends)
             if policy == "expert":
                 action = scene.heuristic()
             else:
