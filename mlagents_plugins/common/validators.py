@@ -69,6 +69,12 @@ def optional_non_negative_int(inst: Any, attribute: "attr.Attribute", value: Any
         fail(attribute.name, value, "an integer >= 0 or null (automatic)")
 
 
+def optional_positive_int(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+    """``null`` (the trainer decides) or an integer >= 1."""
+    if value is not None and (not (isinstance(value, int) and not isinstance(value, bool)) or value < 1):
+        fail(attribute.name, value, "an integer >= 1 or null (automatic)")
+
+
 def optional_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
     """``null`` (the trainer decides) or true/false; annotate ``Any``, as for ``strict_bool``."""
     if value is not None and not isinstance(value, bool):

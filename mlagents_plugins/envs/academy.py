@@ -34,7 +34,7 @@ from mlagents_envs.side_channel.outgoing_message import OutgoingMessage
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod, StatsSideChannel
 
 from mlagents_plugins.envs.params import ParameterStore
-from mlagents_plugins.envs.scenes import Scene, scene_behaviors
+from mlagents_plugins.envs.scenes import Scene, SceneRef, scene_behaviors
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class Academy:
 
     def __init__(
         self,
-        scene: str,
+        scene: SceneRef,
         num_areas: int = 1,
         seed: int = 0,
         max_episode_steps: Optional[int] = None,

@@ -31,7 +31,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
 from mlagents_plugins.envs.academy import STAT_SUCCESS_RATE
 from mlagents_plugins.envs.inprocess import SceneEnv
-from mlagents_plugins.envs.scenes import scene_class
+from mlagents_plugins.envs.scenes import SceneRef, scene_class
 from mlagents_plugins.host import patches
 
 STAT_CUMULATIVE_REWARD = "Environment/Cumulative Reward"
@@ -108,7 +108,7 @@ def _drop_pending_stats(category: str) -> None:
 
 def train_in_process(
     config: Dict[str, Any],
-    scene: str,
+    scene: SceneRef,
     *,
     max_steps: int,
     seed: int = 0,

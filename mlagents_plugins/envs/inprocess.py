@@ -25,6 +25,7 @@ from mlagents_envs.side_channel.side_channel import SideChannel
 from mlagents_envs.side_channel.side_channel_manager import SideChannelManager
 
 from mlagents_plugins.envs.academy import STATS_ID, Academy, AgentInfos
+from mlagents_plugins.envs.scenes import SceneRef
 
 
 def _split_branches(mask: np.ndarray, branches: Tuple[int, ...]) -> List[np.ndarray]:
@@ -61,7 +62,7 @@ def infos_to_steps(infos: AgentInfos, spec: BehaviorSpec) -> Tuple[DecisionSteps
 class SceneEnv(BaseEnv):
     def __init__(
         self,
-        scene: str,
+        scene: SceneRef,
         num_areas: int = 1,
         seed: int = 0,
         side_channels: Optional[List[SideChannel]] = None,

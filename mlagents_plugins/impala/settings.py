@@ -17,6 +17,7 @@ from mlagents_plugins.common.validators import (
     one_of,
     optional_open_unit_interval,
     optional_positive_float,
+    optional_positive_int,
     positive_float,
     positive_int,
     strict_bool,
@@ -25,6 +26,8 @@ from mlagents_plugins.common.validators import (
 
 UPDATE_STYLES = ("stream", "epochs")
 OPTIMIZERS = ("adam", "rmsprop")  # rmsprop is the paper's choice
+#: unroll_length when it is not set and batch_size is at least this
+DEFAULT_UNROLL_LENGTH = 32
 
 
 @attr.s(auto_attribs=True)
@@ -50,8 +53,10 @@ class ImpalaSettings(HyperparamSettings):
     # round in which a near-deterministic policy moves far off the acting one (docs/impala.md, "Defaults").
     kl_stop: Optional[float] = attr.ib(default=0.1, validator=optional_positive_float)
     # Steps per piece: trajectories are cut into pieces of this length at episode ends and every
-    # unroll_length steps; each piece keeps the observation after its last step for bootstrapping.
-    unroll_length: int = attr.ib(default=32, validator=positive_int)
+    # unroll_length steps; each piece keeps the observation after its last step for bootstrapping.  At most
+    # batch_size.  null (default) = automatic: DEFAULT_UNROLL_LENGTH (32), or batch_size when that is smaller, so
+    # a ppo config with a small batch_size runs unchanged (ML-Agents' own small learning-test configs use 16).
+    unroll_length: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
     # rho-bar: clip of the importance weight scaling each TD error (paper eq. 1).  null = no clip.
     rho_clip: Optional[float] = attr.ib(default=1.0, validator=optional_positive_float)
     # c-bar: clip of the trace-cutting coefficients c_i (paper eq. 1).  null = no clip.
@@ -126,7 +131,9 @@ class ImpalaSettings(HyperparamSettings):
 
     def __attrs_post_init__(self) -> None:
         compat.apply_aliases(self, "impala")
-        if self.batch_size < self.unroll_length:
+        if self.unroll_length is None:
+            self.unroll_length = min(DEFAULT_UNROLL_LENGTH, self.batch_size)
+        elif self.batch_size < self.unroll_length:
             fail(
                 "batch_size", self.batch_size,
                 f"an integer >= unroll_length ({self.unroll_length}): batch_size counts steps, as for ppo (earlier "

@@ -226,12 +226,25 @@ def test_settings_errors_name_field_value_and_allowed(field, value):
 def test_settings_buffer_smaller_than_batch_and_unknown_field():
     with pytest.raises(TrainerConfigError, match="buffer_size"):
         strict_to_cls({"batch_size": 64, "buffer_size": 40}, ImpalaSettings)
-    # an old piece-counting config gets told what its value now means
+    # an old piece-counting config (it set unroll_length) gets told what its value now means
     with pytest.raises(TrainerConfigError, match="batch_size.*counts steps.*8 pieces of unroll_length steps are 256"):
-        strict_to_cls({"batch_size": 8}, ImpalaSettings)
+        strict_to_cls({"batch_size": 8, "unroll_length": 32}, ImpalaSettings)
     with pytest.raises(TrainerConfigError, match="num_epochs"):
         strict_to_cls({"num_epochs": 3}, ImpalaSettings)
     assert strict_to_cls({"rho_clip": None, "optimizer": "rmsprop"}, ImpalaSettings).rho_clip is None
+
+
+@pytest.mark.parametrize("batch_size,unroll_length,expected", [
+    (512, None, 32),  # the default batch: pieces of 32 steps
+    (16, None, 16),  # a small ppo batch (ML-Agents' learning-test configs): pieces no longer than the batch
+    (33, None, 32),
+    (16, 8, 8),  # a set value is kept
+])
+def test_unroll_length_automatic_is_at_most_the_batch(batch_size, unroll_length, expected):
+    given = {"batch_size": batch_size, "buffer_size": 1024}
+    if unroll_length is not None:
+        given["unroll_length"] = unroll_length
+    assert strict_to_cls(given, ImpalaSettings).unroll_length == expected
 
 
 def test_trainer_rejects_recurrent_policy(tmp_path):

@@ -43,9 +43,16 @@ def scenes_in(split: str) -> List[str]:
     return sorted(name for name, s in SPLIT.items() if s == split)
 
 
-def scene_behaviors(name: str) -> Tuple[Type[Scene], ...]:
+#: a scene by name, or a ``Scene`` subclass that is listed nowhere (``envs/tiny.py``'s tasks)
+SceneRef = Union[str, Type[Scene]]
+
+
+def scene_behaviors(name: SceneRef) -> Tuple[Type[Scene], ...]:
     """The scene classes of ``name`` (case-insensitive), one per behavior: one for a plain scene, a group's parts
-    for a group; a clear error listing the allowed names for an unknown one."""
+    for a group; a clear error listing the allowed names for an unknown one.  A ``Scene`` subclass given instead of
+    a name is its own one behavior (scenes that are not listed by name, such as ``envs/tiny.py``'s)."""
+    if isinstance(name, type) and issubclass(name, Scene):
+        return (name,)
     key = str(name).lower()
     if key not in ALL_SCENES:
         raise ValueError(f"scene={name!r} is unknown; allowed: {', '.join(sorted(ALL_SCENES))}")
@@ -53,7 +60,7 @@ def scene_behaviors(name: str) -> Tuple[Type[Scene], ...]:
     return found.parts if issubclass(found, SceneGroup) else (found,)
 
 
-def scene_class(name: str) -> Type[Scene]:
+def scene_class(name: SceneRef) -> Type[Scene]:
     """The scene class of a one-behavior scene ``name``, for code that reads one scene's reward and threshold.
 
     A scene with several behaviors has neither (each behavior keeps its own), so it is refused with a clear error
@@ -71,4 +78,4 @@ def scene_class(name: str) -> Type[Scene]:
 
 
 __all__ = ["SCENES", "GROUPS", "ALL_SCENES", "SPLIT", "Scene", "SceneGroup", "SceneStep", "DIFFICULTY",
-           "scene_behaviors", "scene_class", "scenes_in"]
+           "SceneRef", "scene_behaviors", "scene_class", "scenes_in"]

@@ -1,0 +1,62 @@
+"""Every trainer on the tiny tasks (mlagents_plugins/envs/tiny.py), with the built-in trainer's config for the
+case and ``trainer_type`` changed, nothing else - what a user switching trainers does (sac's config for fast_sac,
+taac and muzero_repr; ppo's for impala).
+
+A case passes when the final return (mean of the last two of ten summaries) reaches the case's threshold (0.9 of
+the best return 1.0).  A trainer that does not take a case's actions stops at start-up with its clear refusal,
+and that refusal is the expected result (not a skip).  The default run holds ``DEFAULT_RUN`` at seed 0: one
+discrete, one camera-continuous and (impala) one hybrid case per trainer that fits in minutes; every other (trainer,
+case, seed), the built-in trainers (which show each threshold is reachable in its budget) and every muzero_repr
+case (minutes per run) are ``slow``.  bench/results/tiny-2026-11-27/ has the measured finals.
+"""
+import pytest
+from mlagents.trainers.exception import TrainerConfigError
+
+from mlagents_plugins.envs import tiny
+
+OURS = ("fast_sac", "taac", "impala", "muzero_repr")
+SEEDS = (0, 1, 2)
+
+#: (trainer, case) in the default test run, at seed 0
+DEFAULT_RUN = {
+    "fast_sac": ("sac-line-discrete", "sac-camera-continuous"),
+    "taac": ("sac-camera-continuous",),
+    "impala": ("ppo-line-discrete", "ppo-hybrid-1c1d", "ppo-camera-continuous"),
+}
+
+
+def _refusal(trainer: str, case: tiny.TinyCase):
+    """The message pattern of the start-up refusal ``trainer`` gives ``case``, or None when it trains it."""
+    if trainer == "taac" and case.task.branches:
+        return "trainer_type 'taac' supports continuous actions only"
+    return None
+
+
+def _params():
+    for trainer in OURS + ("sac", "ppo"):
+        for case in tiny.cases_for(trainer):
+            if _refusal(trainer, case):  # refused at start-up, in no time: one seed, in the default run
+                yield pytest.param(trainer, case.name, 0, id=f"{trainer}-{case.name}-refused")
+                continue
+            for seed in SEEDS:
+                fast = seed == 0 and case.name in DEFAULT_RUN.get(trainer, ())
+                marks = () if fast else (pytest.mark.slow,)
+                yield pytest.param(trainer, case.name, seed, marks=marks, id=f"{trainer}-{case.name}-{seed}")
+
+
+@pytest.mark.parametrize("trainer,case_name,seed", list(_params()))
+def test_learns_tiny_task_with_the_built_in_config(trainer, case_name, seed, tmp_path, one_thread):
+    case = tiny.CASES[case_name]
+    refusal = _refusal(trainer, case)
+    if refusal:
+        with pytest.raises(TrainerConfigError, match=refusal):
+            tiny.train_case(case, trainer, seed, str(tmp_path))
+        return
+    result = tiny.train_case(case, trainer, seed, str(tmp_path))
+    assert result.steps >= case.max_steps
+    assert result.final_mean_reward >= case.threshold, (trainer, case_name, seed, result.reward_curve)
+
+
+def test_default_run_names_existing_cases_of_each_trainers_config():
+    for trainer, names in DEFAULT_RUN.items():
+        assert set(names) <= {case.name for case in tiny.cases_for(trainer)}, trainer
