@@ -28,7 +28,7 @@ TRAINER_ENTRY_POINTS = [
 
 setup(
     name="mlagents-plugins",
-    version="0.1.0",
+    version="0.2.0",
     description="Trainer plugins for Unity ML-Agents: fast SAC, TAAC, IMPALA, MuZero-style representation learning",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",

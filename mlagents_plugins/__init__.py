@@ -12,4 +12,4 @@ import mlagents_plugins_boot
 # checkout on PYTHONPATH) gets the import hooks here, before anything of ours imports mlagents.
 mlagents_plugins_boot.boot()
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
