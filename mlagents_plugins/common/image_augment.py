@@ -6,8 +6,8 @@ border pixels repeated into the gap.  One implementation for every trainer that 
 Replicate padding followed by a crop at offset ``(dy, dx)`` reads the source pixel
 ``(clamp(i + dy - pad, 0, H - 1), clamp(j + dx - pad, 0, W - 1))`` for output pixel ``(i, j)``, so the shift is
 computed as that one gather over the flattened pixels: no padded copy is made, it works for any dtype (uint8 frames
-as stored, or float), and the result equals indexing rows and columns (tests/test_image_augment.py) at a fraction of
-its CPU time (``python -m bench speed camera`` times it).
+as stored, or float), and the result equals a crop of the replicate-padded image (tests/test_image_augment.py) at a
+fraction of its CPU time (``python -m bench speed camera`` times it).
 """
 from typing import Any, List, Optional, Sequence
 
