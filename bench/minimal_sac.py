@@ -28,6 +28,7 @@ SETTINGS = dict(
     per_alpha="no work: prioritized_replay false",
     per_beta="no work: prioritized_replay false",
     per_epsilon="no work: prioritized_replay false",
+    random_shift_pad="no work: vector observations only (shifts apply to camera frames)",
 )
 
 

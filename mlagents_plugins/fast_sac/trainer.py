@@ -11,7 +11,6 @@ drawn from the run seed.
 from typing import Dict, cast
 
 import numpy as np
-from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
@@ -47,8 +46,6 @@ class FastSACTrainer(OffPolicyTrainerBase):
 
     def __init__(self, *args, **kwargs):  # the arguments of ``OffPolicyTrainerBase``
         super().__init__(*args, **kwargs)
-        # DrQ shifts draw from the run seed (``--seed``), as the start rows do (``OffPolicyTrainerBase.rng``).
-        self.torch_rng = torch.Generator().manual_seed(int(self.seed))
         self.shift_pad = 0
         self.has_images = False
 

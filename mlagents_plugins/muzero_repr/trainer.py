@@ -44,9 +44,6 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         super().__init__(*args, **kwargs)
         # At start-up (trainer creation), not later when the first agent connects and the optimizer is built.
         check_reward_signals([t.value for t in self.trainer_settings.reward_signals])
-        # DrQ shifts and random actions after an episode's end draw from the run seed (``--seed``), as the start
-        # rows do (``OffPolicyTrainerBase.rng``).
-        self.torch_rng = torch.Generator().manual_seed(int(self.seed))
 
     @staticmethod
     def get_trainer_name() -> str:

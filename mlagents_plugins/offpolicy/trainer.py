@@ -29,10 +29,12 @@ error (saying also what the user can do), and that run then saves nothing on its
 byte-identical, never replaced by an empty buffer.
 """
 import abc
+import base64
 from collections import defaultdict
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
+from mlagents.torch_utils import torch
 from mlagents.trainers.buffer import AgentBuffer, BufferKey
 from mlagents.trainers.policy import Policy
 from mlagents.trainers.policy.checkpoint_manager import ModelCheckpoint
@@ -62,6 +64,7 @@ EXTRA_UPDATES = "num_updates"
 EXTRA_RS_UPDATES = "num_reward_signal_updates"
 EXTRA_TRAINER = "trainer_type"
 EXTRA_RNG = "rng_state"
+EXTRA_TORCH_RNG = "torch_rng_state"  # base64 of the torch generator's state bytes
 
 STAT_UPDATES = "Replay/Updates"
 STAT_DROPPED_NONFINITE = "Replay/Dropped Non-finite Chunks"
@@ -97,6 +100,9 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
     def __init__(self, *args, **kwargs):  # the arguments of ``PluginTrainerBase``
         super().__init__(*args, **kwargs)
         self.rng = np.random.default_rng(self.seed)
+        # Draws made on batches (DrQ shifts, muzero_repr's random actions after an episode's end) come from the run
+        # seed too; its state is saved with the replay rows, so a resumed run draws what the uninterrupted one would.
+        self.torch_rng = torch.Generator().manual_seed(int(self.seed))
         self.replay: Optional[ReplayBuffer] = None
         self.num_updates = 0
         self.num_reward_signal_updates = 0
@@ -188,6 +194,9 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
         self.num_reward_signal_updates = int(extra.get(EXTRA_RS_UPDATES, self.num_reward_signal_updates))
         if EXTRA_RNG in extra:
             self.rng.bit_generator.state = extra[EXTRA_RNG]
+        if EXTRA_TORCH_RNG in extra:  # replay files of release 0.1.0 have none: the generator starts from the seed
+            state = np.frombuffer(base64.b64decode(extra[EXTRA_TORCH_RNG]), dtype=np.uint8).copy()
+            self.torch_rng.set_state(torch.from_numpy(state))
 
     def replay_extra(self) -> dict:
         """Counters saved next to the rows so a resumed run continues the exact update ratio."""
@@ -203,6 +212,7 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
             EXTRA_RS_UPDATES: int(rs_updates),
             EXTRA_TRAINER: self.get_trainer_name(),
             EXTRA_RNG: self.rng.bit_generator.state,
+            EXTRA_TORCH_RNG: base64.b64encode(self.torch_rng.get_state().numpy().tobytes()).decode("ascii"),
         }
 
     def _checkpoint(self) -> ModelCheckpoint:

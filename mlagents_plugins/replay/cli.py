@@ -54,7 +54,10 @@ def format_info(info: dict) -> str:
     if info["extra"]:
         lines.append("saved counters / metadata:")
         for key, value in info["extra"].items():
-            lines.append(f"  {key}: {json.dumps(value)}")
+            text = json.dumps(value)
+            if len(text) > 120:  # generator states: thousands of characters that tell a reader nothing
+                text = f"{text[:60]}... ({len(text)} characters)"
+            lines.append(f"  {key}: {text}")
     return "\n".join(lines)
 
 
