@@ -12,7 +12,8 @@ before the sampler started (interpreter start-up, the first imports) is start-up
 
 **Phases** (``PHASES``), from the stack, innermost frame first: any frame compiling with ``torch.compile``
 (Dynamo's ``convert_frame``, Inductor's ``compile_fx``/``codecache``/``async_compile``) makes the sample
-``compile``; then saving (``TrainerController._save_models``, a trainer's ``save_model``/``_maybe_save_model``,
+``compile`` (not the class bodies of those modules run while they are imported: frames inside Python's import
+machinery name no whole-stack phase); then saving (``TrainerController._save_models``, a trainer's ``save_model``/``_maybe_save_model``,
 the environment manager's ``close``, the run's closing ``write_*`` calls) makes it ``save``; creating trainers,
 policies and networks (``TrainerController._create_trainer_and_manager``) or resetting the environment
 (``TrainerController._reset_env``) makes it ``startup``.  Otherwise the *innermost* frame that names a phase
@@ -54,6 +55,9 @@ SAVE_FRAMES = (
     ("mlagents/trainers/learn.py", "write_timing_tree"),
     ("mlagents/trainers/learn.py", "write_training_status"),
 )
+#: frames of Python's import machinery: frames inside one (a module's body, its class bodies) do not name the
+#: whole-stack phases (importing torch._dynamo runs class bodies in convert_frame.py, which compile nothing)
+IMPORT_FRAMES = "<frozen importlib._bootstrap"  # also _bootstrap_external
 STARTUP_FRAMES = (
     ("mlagents/trainers/trainer_controller.py", "_create_trainer_and_manager"),
     ("mlagents/trainers/trainer_controller.py", "_reset_env"),
@@ -108,6 +112,8 @@ def classify(frames: Sequence[Frame], state: str) -> str:
     outer = set()
     inner = None
     for filename, function in frames:
+        if filename.startswith(IMPORT_FRAMES):  # what ran inside it was a module being imported, not a call
+            outer.clear()
         o, i = frame_kind(filename, function)
         if o is not None:
             outer.add(o)

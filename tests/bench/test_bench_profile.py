@@ -54,6 +54,13 @@ def test_compile_save_and_startup_take_the_whole_stack():
     assert classify(running_compiled, LoopState.LOOP) == "update"
     importing = [(TORCH + "_inductor/codecache.py", "<module>"), ("<frozen importlib._bootstrap>", "_find_and_load")]
     assert classify(importing, LoopState.BEFORE) == "startup"
+    class_body = [(TORCH + "_dynamo/convert_frame.py", "CaptureOutput"), (TORCH + "_dynamo/convert_frame.py", "<module>"),
+                  ("<frozen importlib._bootstrap>", "_call_with_frames_removed"),
+                  ("<frozen importlib._bootstrap_external>", "exec_module"), (ML + "learn.py", "main")]
+    assert classify(class_body, LoopState.BEFORE) == "startup"  # importing torch._dynamo compiles nothing
+    assert classify(class_body[:-1] + UPDATE, LoopState.LOOP) == "update"
+    import_while_compiling = class_body[:-1] + compiling  # a module the compiler imports is compile time
+    assert classify(import_while_compiling, LoopState.LOOP) == "compile"
     checkpoint = [(ML + "model_saver/torch_model_saver.py", "save_checkpoint"),
                   (ML + "trainer/rl_trainer.py", "_checkpoint"), (ML + "trainer/rl_trainer.py", "_maybe_save_model"),
                   (OURS + "offpolicy/trainer.py", "_process_trajectory")] + TRAINER_ADVANCE
