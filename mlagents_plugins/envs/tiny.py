@@ -296,7 +296,9 @@ def _cases() -> Dict[str, TinyCase]:
     line, square = 0.2, 0.5  # steps: 5 decisions along a line, 2 to a corner of the square
     camera = dict(vector=False, cameras=1)
     out: List[TinyCase] = []
-    for builtin, few, more in (("sac", 1000, 2500), ("ppo", 3000, 8000)):
+    # budgets: the line and the cameras, the square, the hybrid square (sac: the public suite's 10k steps; built-in
+    # sac is still short of the threshold at 2500, bench/results/tiny-regressions-2026-11-27)
+    for builtin, few, more, hybrid_steps in (("sac", 1000, 2500, 10000), ("ppo", 3000, 8000, 8000)):
         # what a user changes in the small config for pixels, entities and hybrid actions
         if builtin == "sac":
             small_batch = (("batch_size", 16), ("learning_rate", 3.0e-4))
@@ -311,8 +313,8 @@ def _cases() -> Dict[str, TinyCase]:
             ("line-discrete", TinyTask(0, 1, line), few, ()),
             ("square-continuous", TinyTask(2, 0, square), more, ()),
             ("square-discrete", TinyTask(0, 2, square), more, ()),
-            ("hybrid-1c1d", TinyTask(1, 1, square), more, hybrid),
-            ("hybrid-2c2d", TinyTask(2, 2, square), more, hybrid),
+            ("hybrid-1c1d", TinyTask(1, 1, square), hybrid_steps, hybrid),
+            ("hybrid-2c2d", TinyTask(2, 2, square), hybrid_steps, hybrid),
             ("camera-continuous", TinyTask(1, 0, line, **camera), few, small_batch),
             ("two-cameras-discrete", TinyTask(0, 1, line, vector=False, cameras=2), few, small_batch),
             ("hybrid-camera", TinyTask(1, 1, line, **camera), more, hybrid_camera),
