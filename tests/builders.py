@@ -94,3 +94,21 @@ def trajectory(
         ))
     return Trajectory(steps=steps, next_obs=observe(length), next_group_obs=[], agent_id=agent_id,
                       behavior_id=BEHAVIOR_ID)
+
+
+def assert_same_state(loaded, saved, path: str = "") -> None:
+    """Nested state (dicts, lists, tensors, numbers) equal exactly; the message names the first path that differs."""
+    import torch
+
+    if isinstance(saved, dict):
+        assert set(loaded) == set(saved), f"{path}: keys {sorted(set(loaded) ^ set(saved), key=str)} differ"
+        for key in saved:
+            assert_same_state(loaded[key], saved[key], f"{path}/{key}")
+    elif isinstance(saved, (list, tuple)):
+        assert len(loaded) == len(saved), path
+        for i, (a, b) in enumerate(zip(loaded, saved)):
+            assert_same_state(a, b, f"{path}[{i}]")
+    elif isinstance(saved, torch.Tensor):
+        assert torch.equal(loaded.cpu(), saved.cpu()), path
+    else:
+        assert loaded == saved, path

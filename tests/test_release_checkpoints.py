@@ -17,6 +17,7 @@ from mlagents.trainers.settings import TrainerSettings
 
 from mlagents_plugins.envs.inprocess import SceneEnv
 from tests import release_fixtures as fixtures
+from tests.builders import assert_same_state
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "release-0.1.0")
 RESUMED_STEPS = 200
@@ -46,21 +47,6 @@ def _resumed_trainer(name: str, fixture, artifact_path: str):
     return trainer
 
 
-def _assert_same(loaded, saved, path: str) -> None:
-    if isinstance(saved, dict):
-        assert set(loaded) == set(saved), f"{path}: keys {sorted(set(loaded) ^ set(saved), key=str)} differ"
-        for key in saved:
-            _assert_same(loaded[key], saved[key], f"{path}/{key}")
-    elif isinstance(saved, (list, tuple)):
-        assert len(loaded) == len(saved), path
-        for i, (a, b) in enumerate(zip(loaded, saved)):
-            _assert_same(a, b, f"{path}[{i}]")
-    elif isinstance(saved, torch.Tensor):
-        assert torch.equal(loaded.cpu(), saved), path
-    else:
-        assert loaded == saved, path
-
-
 @pytest.mark.parametrize("name", sorted(fixtures.FIXTURES))
 def test_release_checkpoint_loads_every_module_exactly(tmp_path, name):
     fixture = _fixture(name)
@@ -73,7 +59,7 @@ def test_release_checkpoint_loads_every_module_exactly(tmp_path, name):
     modules = trainer.model_saver.modules
     assert set(modules) == set(saved), f"checkpoint modules {sorted(saved)}, trainer's {sorted(modules)}"
     for key, module in modules.items():
-        _assert_same(module.state_dict(), saved[key], key)
+        assert_same_state(module.state_dict(), saved[key], key)
     assert trainer.get_step == fixture["step"]
 
 

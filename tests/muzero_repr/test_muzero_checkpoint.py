@@ -1,9 +1,8 @@
 """A checkpoint restores the learned model, its target, the RL head and all optimizer states exactly."""
 import numpy as np
-import torch
 
 from .muzero_helpers import fill, make_trainer
-from tests.builders import behavior_spec
+from tests.builders import assert_same_state, behavior_spec
 
 
 def _state(trainer):
@@ -11,21 +10,6 @@ def _state(trainer):
     for name, module in trainer.optimizer.get_modules().items():
         out[name] = module.state_dict()
     return out
-
-
-def _assert_equal_states(a, b, path=""):
-    if isinstance(a, dict):
-        assert set(a) == set(b), path
-        for k in a:
-            _assert_equal_states(a[k], b[k], f"{path}/{k}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _assert_equal_states(x, y, f"{path}[{i}]")
-    elif isinstance(a, torch.Tensor):
-        assert torch.equal(a, b), path
-    else:
-        assert a == b, path
 
 
 def test_checkpoint_round_trip(tmp_path):
@@ -40,12 +24,12 @@ def test_checkpoint_round_trip(tmp_path):
     saved = _state(trainer)
     fresh = make_trainer(spec, tmp_path, seed=2)  # different init, not loaded
     try:
-        _assert_equal_states(saved, _state(fresh))
+        assert_same_state(saved, _state(fresh))
         differs = False
     except AssertionError:
         differs = True
     assert differs
     loaded = make_trainer(spec, tmp_path, load=True, seed=2)
-    _assert_equal_states(saved, _state(loaded))
+    assert_same_state(saved, _state(loaded))
     # the shared representation is still one module after loading
     assert loaded.optimizer.model.representation is loaded.policy.actor.representation
