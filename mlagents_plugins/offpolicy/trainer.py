@@ -267,14 +267,14 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
             self._warn_if_group_reward(_group_rewards_only(steps))
         if self.is_training:
             self.policy.actor.update_normalization(offpolicy_rows.observation_buffer(obs))
-        self.collected_rewards["environment"][agent_id] += float(np.sum(np.asarray([e.reward for e in steps])))
+        rewards = np.asarray([e.reward for e in steps])
+        self.collected_rewards["environment"][agent_id] += float(np.sum(rewards))
         if self._signals_need_buffer:  # intrinsic providers (or groupmate rewards) read an AgentBuffer of the chunk
             buf = trajectory.to_agentbuffer()
             for name, signal in self.optimizer.reward_signals.items():
                 self.collected_rewards[name][agent_id] += float(np.sum(signal.evaluate(buf) * signal.strength))
         else:  # the extrinsic provider's value without the buffer: individual + group rewards, float32
-            extrinsic = (np.asarray([e.reward for e in steps], dtype=np.float32)
-                         + np.asarray([e.group_reward for e in steps], dtype=np.float32))
+            extrinsic = rewards.astype(np.float32) + np.asarray([e.group_reward for e in steps], dtype=np.float32)
             for name, signal in self.optimizer.reward_signals.items():
                 self.collected_rewards[name][agent_id] += float(np.sum(extrinsic * signal.strength))
         if self.is_training:  # also the chunk that crosses max_steps, so a resumed run has every row
