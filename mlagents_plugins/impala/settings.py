@@ -11,6 +11,7 @@ import attr
 from mlagents.trainers.settings import HyperparamSettings, ScheduleType
 
 from mlagents_plugins.common import config_compat as compat
+from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.validators import (
     fail,
     non_negative_float,
@@ -30,7 +31,7 @@ OPTIMIZERS = ("adam", "rmsprop")  # rmsprop is the paper's choice
 DEFAULT_UNROLL_LENGTH = 32
 
 
-@attr.s(auto_attribs=True)
+@attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
 class ImpalaSettings(HyperparamSettings):
     # Steps per gradient step: shuffled steps of the round (epochs), or whole pieces, the oldest fresh ones
     # until they hold this many steps (stream).  >= unroll_length.

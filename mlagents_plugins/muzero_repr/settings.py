@@ -10,10 +10,11 @@ refused unless left at what muzero_repr can do: ``reward_signal_steps_per_update
 providers to update).  Validators raise
 ``TrainerConfigError`` naming the field, the value and what is allowed.
 """
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Optional, Sequence
 
 import attr
 
+from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.validators import (
     fail,
     non_negative_float,
@@ -38,7 +39,7 @@ def has_visual(observation_specs: Sequence[Any]) -> bool:
     return any(is_compact_obs(spec.shape) for spec in observation_specs)
 
 
-@attr.s(auto_attribs=True)
+@attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
 class MuZeroReprSettings(SACHeadSettings):
     TRAINER_TYPE: ClassVar[str] = "muzero_repr"
     # --- learned model (MuZero h, g, f) ---
@@ -84,7 +85,7 @@ class MuZeroReprSettings(SACHeadSettings):
     # DrQ random-shift augmentation of visual observations by up to this many pixels (0 = off); null = automatic:
     # VISUAL_SHIFT_PAD with visual observations, where the tuning scene "camera" learned only with it and
     # rl_gradient_to_repr (docs/muzero_repr.md "Automatic pixel defaults").
-    random_shift_pad: Any = attr.ib(default=None, validator=optional_non_negative_int)  # Optional[int]
+    random_shift_pad: Optional[int] = attr.ib(default=None, validator=optional_non_negative_int)
     # --- RL head ---
     # Let the critic's TD loss backpropagate into the representation (ALF default: off); null = automatic: on with
     # visual observations (the model's losses alone left "camera" at random play) and with discrete actions only

@@ -9,6 +9,7 @@ import attr
 from mlagents.trainers.settings import OffPolicyHyperparamSettings
 
 from mlagents_plugins.common import config_compat as compat
+from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.validators import (
     fail,
     non_negative_int,
@@ -24,7 +25,7 @@ from mlagents_plugins.common.validators import (
 REPLAY_STORAGES = ("memory", "disk")
 
 
-@attr.s(auto_attribs=True)
+@attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
 class OffPolicyBaseSettings(OffPolicyHyperparamSettings):
     # Transitions per gradient step.
     batch_size: int = attr.ib(default=256, validator=positive_int)

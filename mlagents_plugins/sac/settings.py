@@ -5,6 +5,7 @@ from typing import Any
 import attr
 from mlagents.trainers.settings import ScheduleType
 
+from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.validators import (
     entropy_scale,
     optional_bool,
@@ -16,7 +17,7 @@ from mlagents_plugins.common.validators import (
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 
 
-@attr.s(auto_attribs=True)
+@attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
 class SACHeadSettings(OffPolicyBaseSettings):
     # Adam step size of actor, critics and temperatures (``learning_rate_schedule``: constant or linear to 0
     # at max_steps).

@@ -10,6 +10,7 @@ import attr
 from mlagents.trainers.settings import ScheduleType
 
 from mlagents_plugins.common import config_compat as compat
+from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.validators import (
     entropy_scale,
     fail,
@@ -36,7 +37,7 @@ def _to_kind_name(value: Any) -> Any:
     return value
 
 
-@attr.s(auto_attribs=True)
+@attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
 class TaacSettings(OffPolicyBaseSettings):
     TRAINER_TYPE: ClassVar[str] = "taac"
     # Adam step size of actor, critics and both temperatures (schedule: constant, or linear to 0 at max_steps).
@@ -81,7 +82,7 @@ class TaacSettings(OffPolicyBaseSettings):
 
     @trajectory.validator
     def _check_kind(self, attribute: "attr.Attribute", value: Any) -> None:
-        if value not in {k.value for k in TrajectoryKind}:
+        if not isinstance(value, str) or value not in {k.value for k in TrajectoryKind}:
             fail(attribute.name, value, "one of " + ", ".join(k.value for k in TrajectoryKind))
 
     @switch_target_entropy.validator
