@@ -255,3 +255,28 @@ def test_builtin_trainers_convert_as_ml_agents_has_them():
     with pytest.raises(ValueError, match="invalid literal for int"):
         RunOptions.from_dict({"behaviors": {"B": {"trainer_type": "sac", "hyperparameters": {"batch_size": "abc"}}}})
     assert cattr.structure("7", int) == 7
+
+
+def test_default_settings_of_ours_reach_every_behavior_converted():
+    """default_settings goes through unstructure and structure again for each behavior (ML-Agents' deep update)."""
+    config = {
+        "default_settings": {"trainer_type": "fast_sac",
+                             "hyperparameters": {"learning_rate_schedule": "Linear", "batch_size": "1e2"}},
+        "behaviors": {"B": {"trainer_type": "fast_sac", "hyperparameters": {"tau": "0.01"}}},
+    }
+    try:
+        hp = RunOptions.from_dict(config).behaviors["B"].hyperparameters
+    finally:
+        TrainerSettings.default_override = None
+    assert hp.learning_rate_schedule is ScheduleType.LINEAR and hp.batch_size == 100 and hp.tau == 0.01
+
+
+def test_the_docs_example_is_the_message_a_run_stops_with():
+    import os
+
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "configs.md")
+    shown = [line for line in open(docs).read().splitlines() if line.startswith("mlagents.trainers.exception.")]
+    assert len(shown) == 1
+    with pytest.raises(TrainerConfigError) as err:
+        _load("fast_sac", {}, "batch_size", "abc")
+    assert shown[0] == f"mlagents.trainers.exception.TrainerConfigError: {err.value}"

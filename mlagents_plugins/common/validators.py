@@ -24,9 +24,10 @@ def _is_number(value: Any) -> bool:
 
 
 def strict_bool(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
-    """Validator of a true/false setting.  Annotate such fields ``Any``, not ``bool``: ML-Agents structures
-    settings with cattrs, which would turn a ``bool`` field's YAML value through ``bool(...)``, so that
-    ``"false"``, ``"no"`` or ``1`` silently became ``True`` and ``null`` became ``False``."""
+    """Validator of a true/false setting.  Such fields are annotated ``Any``: cattrs, with which ML-Agents structures
+    settings, turned a ``bool`` field's YAML value through ``bool(...)``, so that ``"false"``, ``"no"`` or ``1``
+    silently became ``True`` and ``null`` became ``False``.  (In a class declared with
+    ``settings_conversion.typed_fields`` a ``bool`` annotation is as strict: it takes only true and false.)"""
     if not isinstance(value, bool):
         fail(attribute.name, value, "true or false")
 
