@@ -66,7 +66,7 @@ def _spellings(value: Any, field: "attr.Attribute") -> List[str]:
     if isinstance(field.type, settings_conversion.Declared):
         try:
             out.append(repr(settings_conversion.convert(value, field.type.annotation)))
-        except settings_conversion._Unconvertible:
+        except settings_conversion.Unconvertible:
             pass
     return out
 
@@ -207,7 +207,7 @@ def test_convert_turns_values_of_the_kind_into_the_type(annotation, value, expec
     (List[float], [1, "x"]), (List[float], None),
 ])
 def test_convert_refuses_what_would_need_a_guess(annotation, value):
-    with pytest.raises(settings_conversion._Unconvertible):
+    with pytest.raises(settings_conversion.Unconvertible):
         settings_conversion.convert(value, annotation)
 
 

@@ -49,7 +49,7 @@ CONVERSIONS = {
 }
 
 
-class _Unconvertible(Exception):
+class Unconvertible(Exception):
     """The value is not of the declared type and cannot become one without a guess."""
 
 
@@ -107,10 +107,10 @@ def allowed(annotation: Any) -> str:
 
 def _to_int(value: Any) -> int:
     if isinstance(value, bool):
-        raise _Unconvertible
+        raise Unconvertible
     if isinstance(value, int):
         if not -INT_LIMIT - 1 <= value <= INT_LIMIT:
-            raise _Unconvertible
+            raise Unconvertible
         return value
     if isinstance(value, str):
         text = value.strip()
@@ -120,27 +120,27 @@ def _to_int(value: Any) -> int:
             value = _to_float(text)
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return _to_int(int(value))
-    raise _Unconvertible
+    raise Unconvertible
 
 
 def _to_float(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise _Unconvertible
+        raise Unconvertible
     try:
         return float(value.strip() if isinstance(value, str) else value)
     except (ValueError, OverflowError):  # 'abc'; an integer beyond a float's range
-        raise _Unconvertible from None
+        raise Unconvertible from None
 
 
 def convert(value: Any, annotation: Any) -> Any:
-    """``value`` as the annotated type; ``_Unconvertible`` where that would need a guess (see ``CONVERSIONS``)."""
+    """``value`` as the annotated type; ``Unconvertible`` where that would need a guess (see ``CONVERSIONS``)."""
     if annotation is Any:
         return value
     optional, inner = _optional_of(annotation)
     if value is None:
         if optional:
             return None
-        raise _Unconvertible
+        raise Unconvertible
     if inner is int:
         return _to_int(value)
     if inner is float:
@@ -148,7 +148,7 @@ def convert(value: Any, annotation: Any) -> Any:
     if inner is bool or inner is str:
         if isinstance(value, inner):
             return value
-        raise _Unconvertible
+        raise Unconvertible
     if _is_enum(inner):
         if isinstance(value, inner):
             return value
@@ -156,11 +156,11 @@ def convert(value: Any, annotation: Any) -> Any:
             for member in inner:
                 if isinstance(member.value, str) and member.value.lower() == value.strip().lower():
                     return member
-        raise _Unconvertible
+        raise Unconvertible
     item = _list_item(inner)
     if item is not None:
         if not isinstance(value, (list, tuple)):
-            raise _Unconvertible
+            raise Unconvertible
         return [convert(v, item) for v in value]
     raise TypeError(f"no conversion for settings annotated {annotation!r}; see {__name__}")
 
@@ -169,7 +169,7 @@ def _converter(annotation: Any) -> Callable[[Any], Any]:
     def to_declared(value: Any) -> Any:
         try:
             return convert(value, annotation)
-        except _Unconvertible:
+        except Unconvertible:
             return value  # left as written for the validator, which names the field
 
     return to_declared
@@ -179,7 +179,7 @@ def _validator(annotation: Any, own: Optional[Callable[..., Any]]) -> Callable[[
     def check(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
         try:
             convert(value, annotation)
-        except _Unconvertible:
+        except Unconvertible:
             if own is not None:
                 try:
                     own(inst, attribute, value)  # its wording (the range too) when it refuses the value
