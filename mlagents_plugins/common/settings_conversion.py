@@ -12,7 +12,7 @@ and each field whose annotation is a type (not ``Any``) then has three things:
 * cattrs sees it as ``Declared(annotation)`` and hands the value through as written (the hooks at the bottom
   match ``Declared`` only, so ML-Agents' own settings convert as ML-Agents has them);
 * an attrs converter turns the value into the annotated type where nothing is lost (``CONVERSIONS`` below: a whole
-  number to an integer field, an integer to a float, a number written as a string such as ``3e-4``, which YAML 1.1
+  number to an integer field, an integer to a float, a number written as a string such as ``3e-4``, which PyYAML
   reads as a string, an enum's name) and otherwise leaves it as written;
 * a validator: a value that did not convert is refused with ``validators.fail``'s message, with the wording of the
   field's own validator where it has one (ours check types strictly: ``batch_size: abc`` -> "it must be an integer
@@ -37,7 +37,7 @@ from mlagents_plugins.common.validators import fail
 #: The largest integer setting: what numpy and torch hold (int64); a larger one could only fail later, unnamed.
 INT_LIMIT = 2**63 - 1
 #: What a field of each annotation takes, in the words of the error message (completes "it must be ...").  An int
-#: field takes an integer, a whole float (1.0e5) or a string of either ('256', '1e5'), up to INT_LIMIT in size; a
+#: field takes an integer, a whole float (100000.0) or a string of either ('256', '1e5'), up to INT_LIMIT in size; a
 #: float field a number or a string of one ('3e-4'); neither takes true/false.  A bool or str field takes only its
 #: type.  An enum field takes a member or its value's name in any case; Optional[X] takes null or what X takes;
 #: List[X] a list of them.  The messages name only the kind: a field's own validator states its range.
