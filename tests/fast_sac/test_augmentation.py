@@ -19,12 +19,16 @@ def _structure(hyper: dict):
     return RunOptions.from_dict(cfg).behaviors["B"].hyperparameters
 
 
-@pytest.mark.parametrize("value", [-1, 1.5, True, "2"])
+@pytest.mark.parametrize("value", [-1, 1.5, True, "two"])
 def test_bad_pad_names_field_value_and_allowed(value):
     with pytest.raises(TrainerConfigError) as e:
         _structure({"random_shift_pad": value})
     msg = str(e.value)
     assert "random_shift_pad" in msg and repr(value) in msg and "an integer >= 0 or null" in msg
+
+
+def test_pad_written_as_a_string_or_whole_float_loads_as_an_integer():
+    assert [_structure({"random_shift_pad": v}).random_shift_pad for v in ("3", 2.0)] == [3, 2]
 
 
 @pytest.mark.parametrize(
