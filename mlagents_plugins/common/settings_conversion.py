@@ -115,7 +115,7 @@ def _to_int(value: Any) -> int:
     if isinstance(value, str):
         text = value.strip()
         try:
-            return int(text)
+            return _to_int(int(text))
         except ValueError:
             value = _to_float(text)
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
