@@ -218,7 +218,7 @@ def plan_lines(cost: PlanCost, groups: Sequence[Tuple[Tuple[str, str, str, int],
         lines.append(f"estimate: none - no earlier record of these trainers and scenes on {cost.machine_kind!r}")
     else:
         cpu = "" if cost.cpu_minutes is None else f"; CPU {cost.cpu_minutes:.0f} min where records carried it"
-        lines.append(f"estimate: {cost.run_minutes:.0f} run-minutes, {cost.wall_minutes:.0f} wall-minutes at "
+        lines.append(f"estimate: {cost.run_minutes:.1f} run-minutes, {cost.wall_minutes:.1f} wall-minutes at "
                      f"--jobs {cost.jobs} on an idle machine ({cost.estimated} of {cost.runs} runs estimated from "
                      f"earlier records{cpu})")
         if cost.estimated < cost.runs:
