@@ -372,15 +372,20 @@ def choose_budget(options: Dict[str, Any], kind: str) -> plan.Budget:
     return budget
 
 
-def print_plan(jobs: List[plan.Job], args: argparse.Namespace, done: int = 0, out=None) -> cost.PlanCost:
-    """The plan's lines (``cost.plan_lines``) for ``jobs`` at ``args.jobs``, each with ``[bench] ``."""
+def print_plan(jobs: List[plan.Job], args: argparse.Namespace, done: int = 0, out=None,
+               speed: bool = False) -> cost.PlanCost:
+    """The plan's lines (``cost.plan_lines``) for ``jobs`` at ``args.jobs``, each with ``[bench] ``; ``speed``: the
+    speed section follows the runs (not in the estimate)."""
     keys = [(j.mode, j.trainer, j.scene, j.max_steps) for j in jobs]
     history = cost.load_history(cost.history_folders(REPO))
     estimate = cost.plan_cost(keys, args.jobs, history, machine_kind())
     groups: Dict[Any, List[int]] = {}
     for j in jobs:
         groups.setdefault((j.mode, j.trainer, j.scene, j.max_steps), []).append(j.seed)
-    for line in cost.plan_lines(estimate, list(groups.items()), done=done):
+    lines = cost.plan_lines(estimate, list(groups.items()), done=done)
+    if speed:
+        lines.append("then the speed section (python -m bench speed; not in the estimate: --no-speed skips it)")
+    for line in lines:
         print("[bench] " + line, file=out or sys.stdout, flush=True)
     return estimate
 
@@ -479,8 +484,9 @@ def run(args: argparse.Namespace, kind: str, command: str) -> int:
     prog = resume.progress(out, planned, KEY_FIELDS) if inv is not None else resume.Progress(todo=planned)
     todo = set(prog.todo)
     remaining = [j for j in jobs if job_key(j) in todo]
+    speed_next = not options.get("no_speed") and not (inv or {}).get("speed")
     if args.plan:
-        print_plan(remaining, args, done=len(prog.done))
+        print_plan(remaining, args, done=len(prog.done), speed=speed_next)
         return 0
     if inv is None:
         unfinished = _unfinished(out)
@@ -541,7 +547,7 @@ def _execute(args, kind, command, out, inv, options, budget, jobs, skipped, plan
         print(f"[bench] invocation {invocation}: {len(jobs)} runs, trainers {', '.join(running) or 'none'}; "
               f"{args.jobs} at a time{' (auto: one per core)' if args.jobs_auto else ''}, torch threads "
               f"{args.torch_threads}; commit {env.get('commit')}")
-        print_plan(remaining, args, done=len(prog.done))
+        print_plan(remaining, args, done=len(prog.done), speed=not options.get("no_speed") and not inv.get("speed"))
         for k in prog.cut_off:
             print(f"[bench] run {'/'.join(str(x) for x in k)} was started and cut off; it runs again")
         for s in skipped:
