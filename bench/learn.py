@@ -7,9 +7,12 @@
     python -m bench defaults --report-only --update-readme   # README.md's results table from that invocation
 
 Writes ``<out>/runs.jsonl`` (one run record per line, appended as each run ends; see bench/metrics.py),
-``<out>/invocation.json`` (machine, versions, commit, speed section, skipped pairs), ``<out>/<scene>.png`` and
-``<out>/REPORT.md``.  An earlier invocation's ``runs.jsonl`` in ``<out>`` is replaced at the start, so the
-report and its ratios only ever see this invocation's runs.  The defaults report starts with the README-ready
+``<out>/invocation.json`` (machine, versions, commit, speed section, skipped pairs, the plan, sessions),
+``<out>/journal.jsonl`` (a ``started`` line per run), ``<out>/<scene>.png`` and ``<out>/REPORT.md``.  A finished
+earlier invocation's records in ``<out>`` are replaced at the start (an unfinished one is refused), so the report
+and its ratios only ever see one invocation's runs.  ``--continue DIR`` makes the runs DIR's invocation still lacks,
+on the commit it started on (``bench/resume.py``); ``--plan`` prints the runs and their estimated cost
+(``bench/cost.py``) and exits.  The defaults report starts with the README-ready
 results table between ``<!-- results:begin -->`` and ``<!-- results:end -->``; ``--update-readme`` puts the
 same block into README.md between the same markers.
 """
@@ -102,7 +105,8 @@ def environment(args: argparse.Namespace, budget: Optional[plan.Budget], invocat
         "torch": torch.__version__,
         "mlagents": f"{version('mlagents')} (mlagents-envs {version('mlagents-envs')})",
         "torch_threads": getattr(args, "torch_threads", None),
-        "jobs": getattr(args, "jobs", None),
+        "jobs": (f"{args.jobs} (auto: one per core)" if getattr(args, "jobs_auto", False)
+                 else getattr(args, "jobs", None)),
         "command": command,
         "note": args.note,
     }
@@ -481,7 +485,11 @@ def run(args: argparse.Namespace, kind: str, command: str) -> int:
               "(same commit, so a trainer failed to load or the records were edited); not continuing",
               file=sys.stderr)
         return 2
-    prog = resume.progress(out, planned, KEY_FIELDS) if inv is not None else resume.Progress(todo=planned)
+    try:
+        prog = resume.progress(out, planned, KEY_FIELDS) if inv is not None else resume.Progress(todo=planned)
+    except ValueError as err:
+        print(f"[bench] refused: {err}", file=sys.stderr)
+        return 2
     todo = set(prog.todo)
     remaining = [j for j in jobs if job_key(j) in todo]
     speed_next = not options.get("no_speed") and not (inv or {}).get("speed")

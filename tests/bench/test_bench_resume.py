@@ -285,3 +285,35 @@ def test_killed_invocation_continues_on_its_starting_commit_and_records_every_ru
     assert inv["finished"] and len(inv["sessions"]) == 2 and inv["environment"]["commit_full"] == start
     assert (out / resume.CUT_FILE).read_text() == '{"invocation": "x", "trai\n'
     assert (out / "REPORT.md").is_file()
+
+
+# ---------------------------------------------------------------------------------------------- refusals up front
+def test_continue_needs_an_invocation_of_its_kind_started_without_uncommitted_changes(tmp_path, capsys):
+    from bench.learn import main_defaults
+
+    assert main_defaults(["--continue", str(tmp_path)]) == 2
+    assert "no invocation.json there" in capsys.readouterr().err
+    inv = {"kind": "learn", "environment": {"invocation": "X", "commit": "0123456789ab",
+                                            "commit_full": "0123456789ab" + "0" * 28}}
+    (tmp_path / "invocation.json").write_text(json.dumps(inv))
+    assert main_defaults(["--continue", str(tmp_path)]) == 2
+    assert "holds a 'learn' invocation, not 'defaults'" in capsys.readouterr().err
+    inv.update(kind="defaults")
+    inv["environment"]["commit"] = "0123456789ab+changes"
+    (tmp_path / "invocation.json").write_text(json.dumps(inv))
+    assert main_defaults(["--continue", str(tmp_path)]) == 2
+    assert "with uncommitted changes" in capsys.readouterr().err
+
+
+def test_a_new_invocation_does_not_replace_an_unfinished_one(tmp_path, capsys):
+    from bench.learn import main_defaults
+
+    planned = [["in_process", "ppo", "balance_distractors", 0], ["in_process", "ppo", "balance_distractors", 1]]
+    (tmp_path / "invocation.json").write_text(json.dumps(
+        {"kind": "defaults", "environment": {"invocation": "X"}, "planned": planned, "finished": False}))
+    resume.append_record(str(tmp_path), rec("ppo", 0, [], scene="balance_distractors"))
+    argv = ["--out", str(tmp_path), "--scenes", "balance_distractors", "--trainers", "ppo", "--seeds", "1"]
+    assert main_defaults(argv) == 2
+    err = capsys.readouterr().err
+    assert "unfinished invocation X (1 of 2 runs recorded)" in err and f"--continue {tmp_path}" in err
+    assert len(resume.read_records(str(tmp_path))[0]) == 1  # nothing replaced
