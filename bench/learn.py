@@ -583,6 +583,9 @@ def _execute(args, kind, command, out, inv, options, budget, jobs, skipped, plan
                 for done, record in enumerate(pool.imap_unordered(_work, work), 1):
                     record.update(stamp)
                     append_run(out, record)
+                    # the session's entry follows every run, so a session that is cut off still says what it made
+                    session.update(runs_made=done, wall_seconds=round(time.perf_counter() - start, 1))
+                    _save(out, inv)
                     print(progress_line(record, done, len(remaining), time.perf_counter() - start), flush=True)
         if builds:
             shutil.rmtree(builds, ignore_errors=True)
