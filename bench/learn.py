@@ -394,51 +394,17 @@ def print_plan(jobs: List[plan.Job], args: argparse.Namespace, done: int = 0, ou
     return estimate
 
 
-class Refused(Exception):
-    """An invocation that must not start; the message says why and what to do."""
-
-
-def _check_pinned(inv: Dict[str, Any], out: str) -> None:
-    """Refuse a continuation whose code or machine kind differs from the invocation's start."""
-    env = inv["environment"]
-    start = env.get("commit_full")
-    if not start:
-        raise Refused(f"{out}/invocation.json records no full commit (an invocation made before --continue "
-                      "existed, or outside a git checkout); it cannot be continued on its commit")
-    if str(env.get("commit", "")).endswith("+changes"):
-        raise Refused(f"the invocation in {out} started on commit {start[:12]} with uncommitted changes; those "
-                      "changes are not in any commit, so it cannot be continued on its code (start a new one)")
-    here, dirty = git_state(REPO)
-    if here != start or dirty:
-        now = "unknown" if here is None else here[:12] + ("+changes" if dirty else "")
-        raise Refused(f"the invocation in {out} started on commit {start[:12]}; this checkout ({REPO}) is on "
-                      f"commit {now}. Continue it on its own commit: git worktree add --detach /tmp/bench-"
-                      f"{start[:12]} {start[:12]} and add --worktree /tmp/bench-{start[:12]}")
-    kind_then, kind_now = env.get("machine_kind"), machine_kind()
-    if kind_then != kind_now:
-        raise Refused(f"the invocation in {out} started on a {kind_then!r} machine; this one is {kind_now!r}. A "
-                      "report takes the records of one machine kind: continue it on that kind of machine")
-
-
 def _in_worktree(args: argparse.Namespace, kind: str, inv: Dict[str, Any], out: str) -> Optional[int]:
-    """With ``--worktree PATH``: check PATH is a clean checkout of the starting commit and, when it is not this
-    checkout, make the continuation there (this process waits and returns its exit code); None: go on here."""
+    """With ``--worktree PATH``: PATH must be a clean checkout of the starting commit; when it is not this checkout,
+    the continuation runs there (this process waits and returns its exit code); None: go on here."""
     start = inv["environment"].get("commit_full")
-    path = os.path.abspath(args.worktree)
-    commit, dirty = git_state(path)
-    if commit is None or commit != start or dirty or not os.path.isfile(os.path.join(path, "bench", "learn.py")):
-        state = "not a git checkout with bench/" if commit is None else commit[:12] + ("+changes" if dirty else "")
-        raise Refused(f"--worktree {path} must be a clean checkout of the invocation's starting commit "
-                      f"{str(start)[:12]}; it is {state}")
+    path = resume.check_worktree(args.worktree, start)
     if os.path.realpath(path) == os.path.realpath(REPO):
         return None
     argv = [kind, "--continue", out, "--worktree", path, "--jobs", str(args.jobs), "--torch-threads",
             str(args.torch_threads)] + (["--note", args.note] if args.note else []) + (["--plan"] if args.plan else [])
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-             if p and os.path.realpath(p) != os.path.realpath(REPO)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([path] + paths))
     print(f"[bench] continuing in {path} (commit {start[:12]}): python -m bench {' '.join(argv)}", flush=True)
-    return subprocess.run([sys.executable, "-m", "bench"] + argv, cwd=path, env=env).returncode
+    return resume.run_in_checkout(path, argv, REPO)
 
 
 def run(args: argparse.Namespace, kind: str, command: str) -> int:
@@ -452,22 +418,22 @@ def run(args: argparse.Namespace, kind: str, command: str) -> int:
             out = os.path.abspath(args.continue_dir)
             path = os.path.join(out, "invocation.json")
             if not os.path.isfile(path):
-                raise Refused(f"--continue {out}: no invocation.json there; nothing to continue")
+                raise resume.Refused(f"--continue {out}: no invocation.json there; nothing to continue")
             with open(path) as f:
                 inv = json.load(f)
             if inv.get("kind", "learn") != kind:
-                raise Refused(f"--continue {out}: it holds a {inv.get('kind', 'learn')!r} invocation, not {kind!r} "
+                raise resume.Refused(f"--continue {out}: it holds a {inv.get('kind', 'learn')!r} invocation, not {kind!r} "
                               f"(python -m bench {inv.get('kind', 'learn')} --continue {out})")
             if args.worktree:
                 code = _in_worktree(args, kind, inv, out)
                 if code is not None:
                     return code
-            _check_pinned(inv, out)
+            resume.check_pinned(inv["environment"], out, REPO)
             options = inv.get("plan_options", {})
         else:
             out, inv = os.path.abspath(args.out), None
             options = {name: getattr(args, name, None) for name in PLAN_OPTIONS}
-    except Refused as err:
+    except resume.Refused as err:
         print(f"[bench] refused: {err}", file=sys.stderr)
         return 2
     budget = choose_budget(options, kind)

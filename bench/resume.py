@@ -16,6 +16,11 @@ The API, for any command:
   to ``runs.cut.jsonl`` so the next append starts on a line of its own; returns the text moved (or None).
 * ``append_record(DIR, record)``, ``mark_started(DIR, key)``.
 * ``Lock(DIR)``: one writer per folder (a second invocation on the same folder is refused, not interleaved).
+* Pinning to a commit: ``check_pinned(environment, DIR, repo)`` refuses (``Refused``, naming both commits) a
+  continuation from a checkout on another commit, with uncommitted changes, or on another machine kind, given the
+  ``environment`` an invocation recorded at its start (``commit``, ``commit_full``, ``machine_kind``);
+  ``check_worktree(PATH, commit)`` checks a ``--worktree`` is a clean checkout of that commit and
+  ``run_in_checkout(PATH, argv, repo)`` runs ``python -m bench <argv>`` there (PATH first on ``PYTHONPATH``).
 
 A run is counted once: ``progress`` only treats keys with a complete record as done, a cut-off run (a torn last
 line, or a ``started`` marker without a record) is planned again, and ``progress`` refuses a folder whose records
@@ -24,8 +29,12 @@ hold one key twice.
 import fcntl
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from bench.invocation import git_state, machine_kind
 
 RUNS_FILE = "runs.jsonl"
 JOURNAL_FILE = "journal.jsonl"
@@ -204,3 +213,49 @@ class Lock:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
             self._file.close()
             self._file = None
+
+
+class Refused(Exception):
+    """An invocation that must not start; the message says why and what to do."""
+
+
+def check_pinned(env: Dict[str, Any], out: str, repo: str) -> None:
+    """Refuse (``Refused``) continuing the invocation whose start recorded ``env`` from the checkout ``repo``
+    unless ``repo`` is a clean checkout of its starting commit on a machine of the same kind."""
+    start = env.get("commit_full")
+    if not start:
+        raise Refused(f"{out}/invocation.json records no full commit (an invocation made before --continue "
+                      "existed, or outside a git checkout); it cannot be continued on its commit")
+    if str(env.get("commit", "")).endswith("+changes"):
+        raise Refused(f"the invocation in {out} started on commit {start[:12]} with uncommitted changes; those "
+                      "changes are not in any commit, so it cannot be continued on its code (start a new one)")
+    here, dirty = git_state(repo)
+    if here != start or dirty:
+        now = "unknown" if here is None else here[:12] + ("+changes" if dirty else "")
+        raise Refused(f"the invocation in {out} started on commit {start[:12]}; this checkout ({repo}) is on "
+                      f"commit {now}. Continue it on its own commit: git worktree add --detach /tmp/bench-"
+                      f"{start[:12]} {start[:12]} and add --worktree /tmp/bench-{start[:12]}")
+    kind_then, kind_now = env.get("machine_kind"), machine_kind()
+    if kind_then != kind_now:
+        raise Refused(f"the invocation in {out} started on a {kind_then!r} machine; this one is {kind_now!r}. A "
+                      "report takes the records of one machine kind: continue it on that kind of machine")
+
+
+def check_worktree(path: str, start: Optional[str]) -> str:
+    """``path`` made absolute when it is a clean checkout of commit ``start`` holding ``bench/``; else ``Refused``."""
+    path = os.path.abspath(path)
+    commit, dirty = git_state(path)
+    if commit is None or commit != start or dirty or not os.path.isdir(os.path.join(path, "bench")):
+        state = "not a git checkout with bench/" if commit is None else commit[:12] + ("+changes" if dirty else "")
+        raise Refused(f"--worktree {path} must be a clean checkout of the invocation's starting commit "
+                      f"{str(start)[:12]}; it is {state}")
+    return path
+
+
+def run_in_checkout(path: str, argv: Sequence[str], repo: str) -> int:
+    """Run ``python -m bench <argv>`` with ``path`` as working folder and first on ``PYTHONPATH`` (``repo``, this
+    checkout, taken off it), so the bench and the trainers it runs are ``path``'s code; its exit code."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and os.path.realpath(p) != os.path.realpath(repo)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([path] + paths))
+    return subprocess.run([sys.executable, "-m", "bench", *argv], cwd=path, env=env).returncode
