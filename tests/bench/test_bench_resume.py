@@ -209,7 +209,7 @@ def test_screen_tier_is_one_seed_on_every_validation_scene_with_shorter_budgets(
 
 # ---------------------------------------------------------------------------------------------- a real invocation
 def _git(repo, *argv):
-    return subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True, text=True,
+    return subprocess.run(["git", "-c", "commit.gpgsign=false", *argv], cwd=repo, check=True, capture_output=True, text=True,
                           env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
                                    GIT_COMMITTER_EMAIL="t@t")).stdout.strip()
 
