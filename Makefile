@@ -17,7 +17,7 @@ DEMO_CONFIG ?= configs/demo_balance.yaml
 DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-ray bench-profile builds clean
+.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-screen bench-ray bench-profile builds clean
 
 setup:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
@@ -70,6 +70,12 @@ BENCH_DEFAULTS_OUT ?= results/bench-defaults
 bench-defaults:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
 	$(PY) -m bench defaults --out $(BENCH_DEFAULTS_OUT) $(BENCH_ARGS)
+
+# The screening tier of the defaults benchmark (one seed, every validation scene, shorter budgets; bench/README.md)
+BENCH_SCREEN_OUT ?= results/bench-screen
+bench-screen:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
+	$(PY) -m bench defaults --screen --out $(BENCH_SCREEN_OUT) $(BENCH_ARGS)
 
 # Ray vs subprocess env-copy scaling -> results/bench-ray/
 bench-ray:

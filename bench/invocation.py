@@ -47,3 +47,23 @@ def code_commit() -> str:
         return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def machine_kind() -> str:
+    """``"<cores> cores, <CPU model>"``: what earlier records must share for their seconds to estimate a run, and
+    what a report refuses to mix (the start of ``machine()``, without the kernel and the load)."""
+    return f"{os.cpu_count()} cores, {cpu_model()}"
+
+
+def git_state(path: str = REPO):
+    """(full commit hash of ``path``'s checkout, whether tracked files differ from it); (None, False) outside a
+    git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, timeout=30)
+        if head.returncode != 0:
+            return None, False
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=path,
+                               capture_output=True, text=True, timeout=30)
+        return head.stdout.strip(), bool(dirty.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, False

@@ -174,6 +174,19 @@ def same_invocation(runs: Sequence[dict]) -> str:
     return ids[0]
 
 
+def same_commit_and_machine(runs: Sequence[dict]) -> None:
+    """ValueError when ``runs`` come from more than one code commit or machine kind (a continued invocation must
+    stay on one of each; records older than issue 44 carry neither and count as one)."""
+    for name, what in (("commit", "commits"), ("machine_kind", "machine kinds")):
+        counts: Dict[str, int] = {}
+        for r in runs:
+            counts[str(r.get(name))] = counts.get(str(r.get(name)), 0) + 1
+        if len(counts) > 1:
+            found = ", ".join(f"{value} ({n} runs)" for value, n in sorted(counts.items()))
+            raise ValueError(f"one table takes the records of one commit and one machine kind; these runs come from "
+                             f"{len(counts)} {what}: {found}")
+
+
 def ratios(runs: Sequence[dict], baselines: Sequence[str] = BUILTIN_TRAINERS) -> List[Ratio]:
     """Ratios of every trainer of ours against each baseline run on the same scene and mode.
 

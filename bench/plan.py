@@ -10,7 +10,7 @@ off-policy one) for sac, ``impala`` for ppo's network/gamma/time horizon.  The b
 """
 import copy
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -90,6 +90,22 @@ DEFAULTS = Budget(
     (),
     summaries=20,
     minimal_configs=True,
+)
+
+#: the screening tier (``python -m bench defaults --screen``, issue 44): DEFAULTS with one seed and budgets cut to
+#: where the trainers were already apart in the defaults study (bench/results/defaults-all-2026-11-27): fast_sac,
+#: taac and muzero_repr reach balance's thresholds by 4.5-7.5k steps, sac by 6-9k, impala 15-30k, ppo rarely;
+#: branches_short separates from 30k (fast_sac 0.67-0.70, muzero_repr 0.37-0.70, impala 0.14-0.22, sac and ppo about
+#: 0); camera36 at 10k (fast_sac above 0.9, muzero_repr 0.5-0.7, the rest below 0); taac reaches switching_noisy's
+#: threshold by 8-10k while every other trainer stays below 0.7.  Planned at <= 45 wall-minutes at --jobs 2 on an
+#: idle 2-core machine (the plan's estimate from earlier records, bench/README.md).
+SCREEN = replace(
+    DEFAULTS,
+    name="screen",
+    steps={"balance_big_reward_long": 15000, "balance_distractors": 12000, "branches_short": 30000,
+           "camera36": 10000, "hybrid_sparse": 20000, "reach_sparse_distractors": 15000, "switching_noisy": 12000,
+           "reach_continuous_noisy": 15000, "reach_continuous_camera32": 10000},
+    seeds=(0,),
 )
 
 

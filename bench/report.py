@@ -7,7 +7,8 @@ import json
 import statistics
 from typing import Any, Dict, List, Optional, Sequence
 
-from bench.metrics import Summary, best_rolling_mean, collapsed, ratios, same_invocation, steps_to_threshold, summarize
+from bench.metrics import (Summary, best_rolling_mean, collapsed, ratios, same_commit_and_machine, same_invocation,
+                           steps_to_threshold, summarize)
 
 DASH = "—"
 
@@ -119,6 +120,7 @@ def environment_lines(env: Dict[str, Any]) -> List[str]:
         ("budget", "budget"),
         ("command", "command"),
         ("elapsed", "bench wall time"),
+        ("sessions", "sessions"),
         ("note", "note"),
     ]
     return [f"- **{label}:** {env[k]}" for k, label in keys if env.get(k) not in (None, "")]
@@ -237,6 +239,7 @@ def render_report(
 ) -> str:
     """The whole REPORT.md.  ``plots`` maps scene -> PNG path relative to the report."""
     invocation = same_invocation(runs) if runs else env.get("invocation", DASH)
+    same_commit_and_machine(runs)
     lines = ["# Benchmark report: our trainers vs ML-Agents' built-in sac / ppo", ""]
     lines += [f"- **Invocation:** `{invocation}` (every number and ratio below comes from this one run)"]
     lines += environment_lines(env)
@@ -309,6 +312,7 @@ def results_table(runs: Sequence[dict]) -> List[str]:
 def results_block(runs: Sequence[dict], env: Dict[str, Any], report_link: Optional[str] = None) -> str:
     """The README-ready results block of one defaults invocation, markers included."""
     invocation = same_invocation(runs)
+    same_commit_and_machine(runs)
     seeds = max((len({r["seed"] for r in runs if r["scene"] == s and r["trainer"] == t})
                  for s, t in {(r["scene"], r["trainer"]) for r in runs}), default=0)
     source = f"[its report]({report_link})" if report_link else "this report"
