@@ -43,7 +43,7 @@ ALL_TRAINERS = ML_TRAINERS + PEERS
 TASKS = ("HalfCheetah-v5", "Hopper-v5")
 EVAL_SEED_OFFSET = 10_000
 LEARN_TIMEOUT_S = 6 * 3600
-ORIGIN = {"fast_sac": "ours", "taac": "ours", "muzero_repr": "ours", "sac": "mlagents",
+ORIGIN = {"fast_sac": "ours", "taac": "ours", "muzero_repr": "ours", "sac": "builtin",
           "sb3_sac": "sb3", "sb3_crossq": "sb3"}
 #: published evaluation returns (v4 tasks, 10 seeds): dojeon-ai/SimbaV2 results/baseline/*.csv; the MR.Q column
 #: equals facebookresearch/MRQ results/gym_results.txt.  (mean, std) or mean only.

@@ -13,8 +13,8 @@ What the adapter does, per copy (one agent slot per copy; ``num_areas`` copies):
 * episode ends: ``terminated`` is a true terminal (no bootstrap); ``truncated`` (the task's time limit) is an
   interruption (ML-Agents' ``interrupted`` / ``max_step_reached``: the trainer bootstraps), as ML-Agents treats
   ``max_step``; a copy that ends is reset at once, as a Unity agent after ``EndEpisode()``;
-* seeds: copy ``i`` is reset first with seed ``seed + i`` (its action space seeded the same), later resets
-  continue that copy's own generator;
+* seeds: at every RESET copy ``i`` is reset with seed ``seed + i`` (its action space seeded the same); the
+  episode starts after that continue that copy's own generator;
 * ``decision_period`` > 1 repeats the action that many task steps (rewards summed, stopping at an episode end).
 
 Gymnasium is an optional extra: without it every entry point raises ``GymExtraMissing`` naming
@@ -160,6 +160,11 @@ class GymScene(Scene):
         else:
             obs, _ = env.reset()
         self._obs[slot] = np.asarray(obs, dtype=np.float32).ravel()
+
+    def reset(self) -> None:
+        """RESET: every copy restarts from its seed (``seed + i``), so the episodes after a RESET are reproducible."""
+        self._seeded_slots = [False] * self.num_agents
+        super().reset()
 
     def _reset_agents(self, idx: np.ndarray) -> None:
         for slot in idx:
