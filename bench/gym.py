@@ -54,7 +54,7 @@ ANCHORS: Dict[Tuple[str, int], Dict[str, Any]] = {
     ("Hopper", 300_000): {"SAC": (2160, 981), "CrossQ": (2644, 886), "MR.Q": 2469, "SimbaV2": 3502},
 }
 CONSOLE_LINE = re.compile(r"\b(?P<behavior>\w+)\. Step: (?P<step>\d+)\. Time Elapsed: (?P<secs>[0-9.]+) s\. "
-                          r"Mean Reward: (?P<reward>-?[0-9.]+(?:[eE][-+]?[0-9]+)?)")
+                          r"Mean Reward: (?P<reward>-?(?:nan|inf|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?))\.")
 
 
 def task_key(env_id: str) -> str:
@@ -170,6 +170,12 @@ def ml_config(trainer: str, env_id: str, args: argparse.Namespace) -> Dict[str, 
     return {"behaviors": {behavior: cfg}}
 
 
+def parse_console(text: str, behavior: str) -> List[List[float]]:
+    """[step, seconds, mean episode return] of ``behavior`` from mlagents-learn's console summaries."""
+    return [[int(m.group("step")), float(m.group("secs")), float(m.group("reward"))]
+            for m in CONSOLE_LINE.finditer(text) if m.group("behavior") == behavior]
+
+
 def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, record: Dict[str, Any]) -> None:
     """One mlagents-learn run on the task's build, then every checkpoint evaluated."""
     import yaml
@@ -195,8 +201,7 @@ def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, recor
         record.update(wall_s=wall, cpu_s=cpu)
         if code != 0:
             raise RuntimeError(f"mlagents-learn exited with {code}: {text[-2000:]}")
-        curve = [[int(m.group("step")), float(m.group("secs")), float(m.group("reward"))]
-                 for m in CONSOLE_LINE.finditer(text) if m.group("behavior") == behavior]
+        curve = parse_console(text, behavior)
         record["train_curve"] = curve
         record["train_return"] = curve[-1][2] if curve else None
         model_dir = os.path.join(work, "run", behavior)

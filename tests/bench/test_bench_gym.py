@@ -117,3 +117,12 @@ def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monke
     # --continue: everything is recorded, nothing runs again
     assert bench_gym.main(argv + ["--continue"]) == 0
     assert len((out / "runs.jsonl").read_text().splitlines()) == len(records)
+
+
+def test_console_summaries_parse():
+    text = ("[INFO] HalfCheetah. Step: 5000. Time Elapsed: 22.987 s. Mean Reward: -385.556. Std of Reward: 43.704. "
+            "Training.\n[INFO] HalfCheetah. Step: 10000. Time Elapsed: 110.8 s. No episode was completed since last "
+            "summary. Training.\n[INFO] Hopper. Step: 15000. Time Elapsed: 185.632 s. Mean Reward: 8. Std of Reward: "
+            "8.3. Training.\n[INFO] HalfCheetah. Step: 20000. Time Elapsed: 200.5 s. Mean Reward: 1.5e+03. Std\n")
+    assert bench_gym.parse_console(text, "HalfCheetah") == [[5000, 22.987, -385.556], [20000, 200.5, 1500.0]]
+    assert bench_gym.parse_console(text, "Hopper") == [[15000, 185.632, 8.0]]
