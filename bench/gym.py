@@ -43,6 +43,8 @@ ALL_TRAINERS = ML_TRAINERS + PEERS
 TASKS = ("HalfCheetah-v5", "Hopper-v5")
 EVAL_SEED_OFFSET = 10_000
 LEARN_TIMEOUT_S = 6 * 3600
+#: the peer's program: a fresh interpreter calling bench.gym_peers.main with the arguments after ``-c``
+PEER_MAIN = "import sys; from bench.gym_peers import main; sys.exit(main(sys.argv[1:]))"
 ORIGIN = {"fast_sac": "ours", "taac": "ours", "muzero_repr": "ours", "sac": "builtin",
           "sb3_sac": "sb3", "sb3_crossq": "sb3"}
 #: published evaluation returns (v4 tasks, 10 seeds): dojeon-ai/SimbaV2 results/baseline/*.csv; the MR.Q column
@@ -229,7 +231,7 @@ def run_peer(trainer: str, env_id: str, seed: int, args: argparse.Namespace, rec
     work = tempfile.mkdtemp(prefix=f"gym_{trainer}_", dir=args.work_dir)
     try:
         out_json = os.path.join(work, "result.json")
-        cmd = [sys.executable, "-m", "bench.gym_peers", "--algo", trainer, "--env", env_id, "--seed", str(seed),
+        cmd = [sys.executable, "-c", PEER_MAIN, "--algo", trainer, "--env", env_id, "--seed", str(seed),
                "--steps", str(args.steps), "--eval-every", str(args.eval_every), "--eval-episodes",
                str(args.eval_episodes), "--eval-seed", str(EVAL_SEED_OFFSET + seed), "--json", out_json]
         if args.buffer_init_steps is not None:

@@ -1,6 +1,7 @@
 """One same-machine peer run of ``python -m bench gym`` in its own process: SB3's SAC or sb3-contrib's CrossQ.
 
-``python -m bench.gym_peers --algo sb3_sac --env HalfCheetah-v5 --seed 0 --steps 100000 --json OUT.json``
+``bench.gym.run_peer`` runs ``main([...])`` in a fresh interpreter (``--algo sb3_sac --env HalfCheetah-v5 --seed 0
+--steps 100000 --json OUT.json``); so ``python -m bench`` stays the one program of ``bench``.
 
 Settings: SAC with the field's standard ones (2x256, batch 256, one update per step, 1M buffer, 5k random steps,
 lr 3e-4, tau 0.005, gamma 0.99); CrossQ with sb3-contrib's defaults (the paper's: batch-renormalized critics
@@ -43,7 +44,7 @@ def make_model(algo: str, env, seed: int, learning_starts: Optional[int]):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.gym_peers")
+    p = argparse.ArgumentParser(prog="bench.gym_peers")
     p.add_argument("--algo", required=True, choices=["sb3_sac", "sb3_crossq"])
     p.add_argument("--env", required=True)
     p.add_argument("--seed", type=int, default=0)
@@ -91,6 +92,3 @@ def main(argv: Optional[List[str]] = None) -> int:
         json.dump(result, f)
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

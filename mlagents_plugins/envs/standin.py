@@ -383,7 +383,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(path)
         return EXIT_OK
     if not args.scene and not args.gym_env:
-        parser.error(f"--scene (one of: {', '.join(sorted(ALL_SCENES))}) or --gym-env is required unless "
+        parser.error(f"--scene is required (one of: {', '.join(sorted(ALL_SCENES))}) unless --gym-env or "
                      "--write-builds is given")
     if args.gym_env:
         from mlagents_plugins.envs.gym_env import gym_scene
