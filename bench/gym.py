@@ -307,15 +307,14 @@ def _fmt(values: Sequence[float], digits: int = 0) -> str:
     return f"{mean:.{digits}f} ± {float(np.std(values)):.{digits}f}"
 
 
-def eval_at(record: Dict[str, Any], step: int, tolerance: int) -> Optional[float]:
-    """The evaluation whose checkpoint step is nearest ``step`` within ``tolerance`` (checkpoints land on whole
-    trajectory chunks, a few steps past the interval)."""
-    best = None
-    for e in record.get("eval") or []:
-        gap = abs(int(e["step"]) - step)
-        if gap <= tolerance and (best is None or gap < best[0]):
-            best = (gap, e["return_mean"])
-    return None if best is None else best[1]
+def final_eval(record: Dict[str, Any], step: int, tolerance: int) -> Optional[float]:
+    """The evaluation of the run's last checkpoint (the policy after its ``step`` env steps: mlagents-learn's final
+    export lands a few steps past ``max_steps``, a checkpoint a few steps before it); None when the last one is more
+    than ``tolerance`` steps short of ``step`` (a run cut short)."""
+    evals = record.get("eval") or []
+    if not evals or int(evals[-1]["step"]) < step - tolerance:
+        return None
+    return evals[-1]["return_mean"]
 
 
 def summary_rows(records: Sequence[Dict[str, Any]], env_id: str, step: int, tolerance: int) -> List[List[str]]:
@@ -326,7 +325,7 @@ def summary_rows(records: Sequence[Dict[str, Any]], env_id: str, step: int, tole
             by_trainer.setdefault(r["trainer"], []).append(r)
     for trainer in [t for t in ALL_TRAINERS if t in by_trainer] + sorted(set(by_trainer) - set(ALL_TRAINERS)):
         runs = by_trainer[trainer]
-        ev = [v for v in (eval_at(r, step, tolerance) for r in runs) if v is not None]
+        ev = [v for v in (final_eval(r, step, tolerance) for r in runs) if v is not None]
         name = f"**{trainer}**" if ORIGIN.get(trainer) == "ours" else trainer
         rows.append([
             name, str(len(runs)), _fmt(ev), _fmt([r["train_return"] for r in runs if r.get("train_return") is not None]),

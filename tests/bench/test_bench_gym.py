@@ -53,10 +53,12 @@ def _rec(trainer, seed, evals, steps=10_000, error=None, scene="HalfCheetah-v5",
             "wall_s": 100.0, "cpu_s": 90.0, "eval_every": 5000}
 
 
-def test_eval_at_takes_the_nearest_checkpoint_within_tolerance():
-    r = _rec("fast_sac", 0, [(5_024, 1.0), (10_048, 7.0), (10_400, 9.0)])
-    assert bench_gym.eval_at(r, 10_000, tolerance=256) == 7.0
-    assert bench_gym.eval_at(r, 20_000, tolerance=256) is None
+def test_final_eval_is_the_last_checkpoint_unless_the_run_was_cut_short():
+    r = _rec("fast_sac", 0, [(5_024, 1.0), (9_960, 7.0), (10_064, 9.0)])
+    assert bench_gym.final_eval(r, 10_000, tolerance=256) == 9.0
+    assert bench_gym.final_eval(_rec("sac", 0, [(9_900, 3.0)]), 10_000, tolerance=256) == 3.0
+    assert bench_gym.final_eval(r, 20_000, tolerance=256) is None
+    assert bench_gym.final_eval(_rec("sac", 0, []), 10_000, tolerance=256) is None
 
 
 def test_summary_rows_are_per_trainer_over_seeds_with_ours_bold():
