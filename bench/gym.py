@@ -362,19 +362,21 @@ def plot_curves(records: Sequence[Dict[str, Any]], path: str) -> Optional[str]:
         for r in records:
             if r["scene"] != env_id or r.get("error"):
                 continue
-            for e in r.get("eval") or []:
-                # checkpoints of different seeds land a few steps apart: bin to the evaluation interval
-                every = int(r.get("eval_every") or 10_000)
-                step = int(round(e["step"] / every) * every)
-                by_trainer.setdefault(r["trainer"], {}).setdefault(step, []).append(e["return_mean"])
+            # checkpoints of different seeds land a few steps apart: bin to the evaluation interval, one value per
+            # run and bin (its last checkpoint there: the final export rather than a checkpoint just before it)
+            every = int(r.get("eval_every") or 10_000)
+            binned = {int(round(e["step"] / every) * every): e["return_mean"] for e in r.get("eval") or []}
+            for step, value in binned.items():
+                by_trainer.setdefault(r["trainer"], {}).setdefault(step, []).append(value)
         for trainer, points in sorted(by_trainer.items()):
             steps = sorted(points)
             mean = [float(np.mean(points[s])) for s in steps]
             ax.plot(steps, mean, marker="o", label=trainer, linewidth=2.2 if ORIGIN.get(trainer) == "ours" else 1.2)
             ax.fill_between(steps, [min(points[s]) for s in steps], [max(points[s]) for s in steps], alpha=0.15)
         base = task_key(env_id)
+        longest = max((int(r["max_steps"]) for r in records if r["scene"] == env_id), default=0)
         for (task, at), cols in ANCHORS.items():
-            if task.lower() != base:
+            if task.lower() != base or at > longest * 1.05:  # anchors beyond the runs stay in the table only
                 continue
             for marker, (name, value) in zip("s^Dv", cols.items()):
                 v = value[0] if isinstance(value, tuple) else value
