@@ -71,7 +71,8 @@ def config_path(trainer: str, env_id: str) -> str:
 # ------------------------------------------------------------------------------------------------ evaluation
 def evaluate(act: Callable[[np.ndarray], Any], env_id: str, episodes: int, seed: int) -> Dict[str, float]:
     """Mean and std of ``episodes`` returns of ``act`` (obs ``[1, D]`` float32 -> the task's action) on a fresh copy
-    of the task, first reset with ``seed`` and then continuing its generator."""
+    of the task, first reset with ``seed`` and then continuing its generator.  An ``act`` with a ``reset()`` method
+    (a policy with memories) is reset at every episode start, as Unity starts each episode's memories from zeros."""
     from mlagents_plugins.envs.gym_env import import_gymnasium
 
     gym = import_gymnasium()
@@ -80,6 +81,8 @@ def evaluate(act: Callable[[np.ndarray], Any], env_id: str, episodes: int, seed:
     try:
         obs, _ = env.reset(seed=seed)
         for _ in range(episodes):
+            if hasattr(act, "reset"):
+                act.reset()
             total, done = 0.0, False
             while not done:
                 obs, r, terminated, truncated, _ = env.step(act(np.asarray(obs, np.float32).reshape(1, -1)))
@@ -92,34 +95,48 @@ def evaluate(act: Callable[[np.ndarray], Any], env_id: str, episodes: int, seed:
     return {"return_mean": float(np.mean(returns)), "return_std": float(np.std(returns))}
 
 
-def onnx_actor(onnx_path: str, env_id: str) -> Callable[[np.ndarray], Any]:
-    """The exported policy's deterministic action for one observation, as the build applies it to the task."""
-    import onnxruntime as ort
+class OnnxActor:
+    """An exported policy's deterministic action for one observation, as the build applies it to the task; a policy
+    with memories (``recurrent_in``, e.g. taac's act-or-repeat state) gets its last ``recurrent_out`` back, from
+    zeros after ``reset()``, as Unity feeds it."""
 
-    from mlagents_plugins.envs.gym_env import ActionScaler, import_gymnasium
+    def __init__(self, onnx_path: str, env_id: str):
+        import onnxruntime as ort
 
-    sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
-    names = {i.name: i for i in sess.get_inputs()}
-    gym = import_gymnasium()
-    probe = gym.make(env_id)
-    space = probe.action_space
-    probe.close()
-    if isinstance(space, gym.spaces.Discrete):
-        out_name, scaler, start = "deterministic_discrete_actions", None, int(space.start)
-    else:
-        out_name, scaler, start = "deterministic_continuous_actions", ActionScaler(space.low, space.high, env_id), 0
-    extra = {}
-    if "action_masks" in names:
-        extra["action_masks"] = np.ones([1 if not isinstance(d, int) else d for d in names["action_masks"].shape],
-                                        np.float32)
+        from mlagents_plugins.envs.gym_env import ActionScaler, import_gymnasium
 
-    def act(obs: np.ndarray):
-        out = sess.run([out_name], {"obs_0": obs, **extra})[0]
-        if scaler is None:
-            return int(out[0, 0]) + start
-        return scaler.to_task(out)[0].astype(space.dtype)
+        self.sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+        inputs = {i.name: i for i in self.sess.get_inputs()}
+        gym = import_gymnasium()
+        probe = gym.make(env_id)
+        self.space = probe.action_space
+        probe.close()
+        if isinstance(self.space, gym.spaces.Discrete):
+            self.out_name, self.scaler, self.start = "deterministic_discrete_actions", None, int(self.space.start)
+        else:
+            self.out_name, self.start = "deterministic_continuous_actions", 0
+            self.scaler = ActionScaler(self.space.low, self.space.high, env_id)
+        self.feed: Dict[str, np.ndarray] = {}
+        if "action_masks" in inputs:
+            self.feed["action_masks"] = np.ones([d if isinstance(d, int) else 1 for d in inputs["action_masks"].shape],
+                                                np.float32)
+        self.memory_shape = None
+        if "recurrent_in" in inputs:
+            self.memory_shape = [d if isinstance(d, int) else 1 for d in inputs["recurrent_in"].shape]
+        self.outputs = [self.out_name] + (["recurrent_out"] if self.memory_shape else [])
+        self.reset()
 
-    return act
+    def reset(self) -> None:
+        if self.memory_shape:
+            self.feed["recurrent_in"] = np.zeros(self.memory_shape, np.float32)
+
+    def __call__(self, obs: np.ndarray):
+        got = self.sess.run(self.outputs, {"obs_0": obs, **self.feed})
+        if self.memory_shape:
+            self.feed["recurrent_in"] = np.asarray(got[1], np.float32).reshape(self.memory_shape)
+        if self.scaler is None:
+            return int(got[0][0, 0]) + self.start
+        return self.scaler.to_task(got[0])[0].astype(self.space.dtype)
 
 
 def checkpoint_onnx(model_dir: str, behavior: str) -> List[Tuple[int, str]]:
@@ -213,7 +230,7 @@ def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, recor
         wall0 = time.perf_counter()
         evals = []
         for step, path in checkpoints:
-            result = evaluate(onnx_actor(path, env_id), env_id, args.eval_episodes, EVAL_SEED_OFFSET + seed)
+            result = evaluate(OnnxActor(path, env_id), env_id, args.eval_episodes, EVAL_SEED_OFFSET + seed)
             evals.append({"step": step, **result})
         record["eval"] = evals
         record["eval_s"] = time.perf_counter() - wall0

@@ -46,6 +46,37 @@ def test_evaluate_returns_mean_and_std_of_episode_returns():
     assert got["return_mean"] == pytest.approx(2.25) and got["return_std"] == pytest.approx(0.75)
 
 
+def _counter_policy(path):
+    """An ONNX policy with one memory value m (starting at 0): action m / 10, recurrent_out m + 1."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["recurrent_in", "one"], ["recurrent_out"]),
+         helper.make_node("Mul", ["recurrent_in", "tenth"], ["scaled"]),
+         helper.make_node("Reshape", ["scaled", "shape"], ["deterministic_continuous_actions"])],
+        "counter",
+        [helper.make_tensor_value_info("obs_0", TensorProto.FLOAT, ["batch", 1]),
+         helper.make_tensor_value_info("recurrent_in", TensorProto.FLOAT, ["batch", 1, 1])],
+        [helper.make_tensor_value_info("deterministic_continuous_actions", TensorProto.FLOAT, ["batch", 1]),
+         helper.make_tensor_value_info("recurrent_out", TensorProto.FLOAT, ["batch", 1, 1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]), helper.make_tensor("tenth", TensorProto.FLOAT, [], [0.1]),
+         helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_onnx_actor_carries_memories_within_an_episode_and_resets_them(tmp_path):
+    pytest.importorskip("onnxruntime")
+    actor = bench_gym.OnnxActor(_counter_policy(tmp_path / "counter.onnx"), "BenchRamp-v0")
+    # memory 0, 1, 2 at steps 1, 2, 3 -> actions 0, 0.1, 0.2 -> return 0 * 1 + 0.1 * 2 + 0.2 * 3 = 0.8 per episode
+    # (without the reset the second episode would play 0.3, 0.4, 0.5: 2.6)
+    got = bench_gym.evaluate(actor, "BenchRamp-v0", episodes=2, seed=0)
+    assert got["return_mean"] == pytest.approx(0.8, rel=1e-6) and got["return_std"] == pytest.approx(0.0, abs=1e-6)
+
+
 def _rec(trainer, seed, evals, steps=10_000, error=None, scene="HalfCheetah-v5", **extra):
     return {"trainer": trainer, "scene": scene, "seed": seed, "max_steps": steps, "steps": steps + 48,
             "eval": [{"step": s, "return_mean": v, "return_std": 0.0} for s, v in evals], "error": error,
