@@ -293,6 +293,15 @@ def read_records(path: str) -> List[Dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def latest_records(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The last record of each (trainer, scene, seed, max_steps), in first-seen order: a run redone after an error
+    (``--continue``) replaces its failed record in the report; ``runs.jsonl`` keeps both."""
+    last: Dict[Tuple[str, str, int, int], Dict[str, Any]] = {}
+    for r in records:
+        last[(r["trainer"], r["scene"], int(r["seed"]), int(r["max_steps"]))] = r
+    return list(last.values())
+
+
 def done_keys(records: Sequence[Dict[str, Any]]) -> set:
     """(trainer, scene, seed) of the records without an error (what ``--continue`` skips)."""
     return {(r["trainer"], r["scene"], int(r["seed"])) for r in records if not r.get("error")}
@@ -411,7 +420,7 @@ def plot_curves(records: Sequence[Dict[str, Any]], path: str) -> Optional[str]:
 
 
 def write_report(out: str, meta: Dict[str, Any]) -> str:
-    records = read_records(os.path.join(out, "runs.jsonl"))
+    records = latest_records(read_records(os.path.join(out, "runs.jsonl")))
     png = plot_curves(records, os.path.join(out, "curves.png"))
     lines = ["# bench gym: Gymnasium MuJoCo tasks through mlagents-learn, against SB3 and the published anchors", "",
              f"Rendered {utc_now()} from `runs.jsonl` ({len(records)} records).  Last invocation: "

@@ -102,6 +102,14 @@ def test_summary_rows_are_per_trainer_over_seeds_with_ours_bold():
                     ["sb3_sac", "1", "250", "-5", "50.0", "100", "90"]]
 
 
+def test_a_redone_run_replaces_its_failed_record_in_the_report():
+    failed = _rec("taac", 0, [], error="ValueError: x")
+    redone = _rec("taac", 0, [(10_048, 5.0)])
+    other = _rec("sac", 0, [(10_048, 1.0)])
+    shorter = _rec("taac", 0, [(5_000, 2.0)], steps=5_000)
+    assert bench_gym.latest_records([failed, other, shorter, redone]) == [redone, other, shorter]
+
+
 def test_done_keys_skip_only_runs_without_error():
     records = [_rec("fast_sac", 0, []), _rec("sac", 1, [], error="x"), _rec("sb3_sac", 2, [], scene="Hopper-v5")]
     assert bench_gym.done_keys(records) == {("fast_sac", "HalfCheetah-v5", 0), ("sb3_sac", "Hopper-v5", 2)}
