@@ -455,7 +455,11 @@ def write_report(out: str, meta: Dict[str, Any]) -> str:
         lines.append(f"- {r['trainer']} {r['scene']} seed {r['seed']} ({r['steps']} steps, {r['wall_s']:.0f} s wall, "
                      f"{r['cpu_s']:.0f} s CPU): {curve}")
     run_minutes = sum((r.get("wall_s") or 0) + (r.get("eval_s") or 0) for r in records) / 60
-    lines += ["", f"Measured run-minutes (training + evaluation, all records): {run_minutes:.1f}.", ""]
+    lines += ["", f"Measured run-minutes (training + evaluation, all records): {run_minutes:.1f}."]
+    if meta.get("plan") is not None:
+        lines.append(f"Last invocation's plan: {len(meta['plan'])} runs ({meta.get('skipped', 0)} already recorded): "
+                     + ", ".join(meta["plan"]) + ".")
+    lines.append("")
     if png:
         lines += [f"![evaluation curves]({os.path.basename(png)})", ""]
     path = os.path.join(out, "REPORT.md")
@@ -533,6 +537,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     skip = done_keys(read_records(runs_path)) if args.resume else set()
     plan = [(t, e, s) for e in args.tasks for t in args.trainers for s in args.seeds if (t, e, s) not in skip]
     invocation = new_id()
+    meta.update(plan=[f"{t} {e} seed {s}" for t, e, s in plan], skipped=len(skip))
     print(f"bench gym {invocation}: {len(plan)} runs ({len(skip)} already recorded), {args.jobs} at a time -> "
           f"{args.out}", flush=True)
     lock = threading.Lock()

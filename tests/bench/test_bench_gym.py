@@ -155,6 +155,7 @@ def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monke
     report = (out / "REPORT.md").read_text()
     assert "## HalfCheetah-v5, 400 steps" in report and "| HalfCheetah | 100k | 6156 ± 700 | 8112 ± 896 |" in report
     assert (out / "curves.png").is_file()
+    assert f"Last invocation's plan: {len(records)} runs (0 already recorded): fast_sac HalfCheetah-v5 seed 0" in report
     # --continue: everything is recorded, nothing runs again
     assert bench_gym.main(argv + ["--continue"]) == 0
     assert len((out / "runs.jsonl").read_text().splitlines()) == len(records)
