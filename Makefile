@@ -17,7 +17,7 @@ DEMO_CONFIG ?= configs/demo_balance.yaml
 DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-screen bench-ray bench-profile builds clean
+.PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-screen bench-gym bench-ray bench-profile builds clean
 
 setup:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test
@@ -76,6 +76,12 @@ BENCH_SCREEN_OUT ?= results/bench-screen
 bench-screen:
 	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench
 	$(PY) -m bench defaults --screen --out $(BENCH_SCREEN_OUT) $(BENCH_ARGS)
+
+# Gymnasium MuJoCo tasks through mlagents-learn beside SB3 SAC / CrossQ -> results/bench-gym/ (docs/gym.md; 15-40
+# minutes per 100k-step run on one core: e.g. BENCH_ARGS="--seeds 0 --steps 20000 --continue")
+bench-gym:
+	@VENV=$(VENV) PYTHON=$(PYTHON) scripts/setup_env.sh test bench bench-gym
+	$(PY) -m bench gym $(BENCH_ARGS)
 
 # Ray vs subprocess env-copy scaling -> results/bench-ray/
 bench-ray:

@@ -60,6 +60,9 @@ setup(
         "setuptools<81",  # mlagents imports pkg_resources
     ],
     extras_require={"test": ["pytest>=7", "ruff==0.17.6", "onnxruntime>=1.15", "matplotlib>=3.5"], "bench": ["matplotlib>=3.5"],
+                    # Gymnasium tasks as ML-Agents environments (docs/gym.md); bench-gym adds the bench's SB3 peers.
+                    "gym": ["gymnasium[mujoco]>=1.0"],
+                    "bench-gym": ["gymnasium[mujoco]>=1.0", "stable-baselines3>=2.4", "sb3-contrib>=2.4"],
                     # Plain ray core (no extras): ray[default] needs protobuf >= 5, mlagents 1.1.0 needs < 3.21.
                     "ray": ["ray>=2.40,<3"]},
     entry_points={

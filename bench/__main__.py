@@ -31,6 +31,9 @@ COMMANDS: Tuple[Tuple[str, str, str, str], ...] = (
      "gradient comes from, after an in-process run on a reach_continuous scene"),
     ("holding", "bench.holding", "main",
      "long in-process runs per seed: does a trainer hold what it learns (steps to threshold, best, final, dips)"),
+    ("gym", "bench.gym", "main",
+     "our trainers and built-in sac on Gymnasium MuJoCo tasks through mlagents-learn, SB3 SAC and CrossQ beside "
+     "them, evaluation of each checkpoint ONNX, the published anchors (needs requirements/bench-gym.txt)"),
 )
 
 

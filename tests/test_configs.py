@@ -12,7 +12,7 @@ from mlagents.trainers.cli_utils import load_config
 from mlagents.trainers.settings import RunOptions, TrainerSettings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = sorted(glob.glob(os.path.join(ROOT, "configs", "*.yaml")))
+CONFIGS = sorted(glob.glob(os.path.join(ROOT, "configs", "**", "*.yaml"), recursive=True))
 
 
 def test_there_are_configs():

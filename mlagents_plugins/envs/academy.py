@@ -244,7 +244,7 @@ class Academy:
         ended = np.nonzero(result.done)[0]
         old_ids = b.ids.copy()
         self._new_ids(b, ended)
-        for s in ended:
+        for s in ended if scene.reports_scene_stats else ():
             self._stats.append((STAT_SUCCESS_RATE, float(result.success[s]), StatsAggregationMethod.AVERAGE))
             self._stats.append((STAT_DIFFICULTY, float(difficulty[s]), StatsAggregationMethod.AVERAGE))
 

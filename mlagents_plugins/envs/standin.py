@@ -20,7 +20,8 @@ ending - also when a half-dead worker still holds the port and would leave an ex
 deadline.
 
 ``--write-builds DIR`` writes launchers ``DIR/<Behavior>.x86_64`` so ``mlagents-learn --env=DIR/Balance``
-works unchanged.
+works unchanged.  ``--gym-env ID`` runs a Gymnasium task instead of a scene (``gym_env.py``, the ``gym`` extra);
+with ``--write-builds DIR`` it writes that task's one launcher (``DIR/HalfCheetah.x86_64`` for HalfCheetah-v5).
 """
 import argparse
 import logging
@@ -132,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     p.add_argument("--scene", type=str.lower, choices=sorted(ALL_SCENES), help="which scene to run")
+    p.add_argument("--gym-env", metavar="ID", default=None,
+                   help="run this Gymnasium task (e.g. HalfCheetah-v5) as one behavior instead of a scene "
+                        "(needs the gym extra; docs/gym.md)")
     p.add_argument("--mlagents-port", type=number("--mlagents-port", int, low=1, high=65535), default=EDITOR_PORT,
                    help="port of the trainer's gRPC server (Unity's argument; default 5004, the editor port)")
     p.add_argument("--seed", type=int, default=None, help="scene seed (default: the seed sent by the trainer)")
@@ -157,23 +161,38 @@ def build_parser() -> argparse.ArgumentParser:
 def write_builds(directory: str) -> List[str]:
     """Write one executable launcher per scene (a group's too); each execs this interpreter on this module."""
     os.makedirs(directory, exist_ok=True)
+    return [
+        _write_launcher(os.path.join(directory, f"{cls.behavior_name}.x86_64"),
+                        f"Headless stand-in for the Unity scene {cls.behavior_name}", f"--scene {name}")
+        for name, cls in sorted(ALL_SCENES.items())
+    ]
+
+
+def _write_launcher(path: str, comment: str, module_args: str) -> str:
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     python = os.path.abspath(sys.executable)
-    paths = []
-    for name, cls in sorted(ALL_SCENES.items()):
-        path = os.path.join(directory, f"{cls.behavior_name}.x86_64")
-        script = (
-            "#!/bin/sh\n"
-            f"# Headless stand-in for the Unity scene {cls.behavior_name} (written by mlagents-plugins-scene).\n"
-            f"PYTHONPATH={shlex.quote(package_root)}${{PYTHONPATH:+:$PYTHONPATH}}\n"
-            "export PYTHONPATH\n"
-            f'exec {shlex.quote(python)} -m mlagents_plugins.envs.standin --scene {name} "$@"\n'
-        )
-        with open(path, "w") as f:
-            f.write(script)
-        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        paths.append(path)
-    return paths
+    script = (
+        "#!/bin/sh\n"
+        f"# {comment} (written by mlagents-plugins-scene).\n"
+        f"PYTHONPATH={shlex.quote(package_root)}${{PYTHONPATH:+:$PYTHONPATH}}\n"
+        "export PYTHONPATH\n"
+        f'exec {shlex.quote(python)} -m mlagents_plugins.envs.standin {module_args} "$@"\n'
+    )
+    with open(path, "w") as f:
+        f.write(script)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def write_gym_build(directory: str, env_id: str) -> str:
+    """Write the launcher ``DIR/<Behavior>.x86_64`` of one Gymnasium task (``mlagents-learn --env=DIR/<Behavior>``);
+    the task's spaces are checked first, so a task the adapter cannot take fails here."""
+    from mlagents_plugins.envs.gym_env import gym_scene
+
+    name = gym_scene(env_id).behavior_name
+    os.makedirs(directory, exist_ok=True)
+    return _write_launcher(os.path.join(directory, f"{name}.x86_64"),
+                           f"Headless Gymnasium task {env_id} as an ML-Agents build", f"--gym-env {shlex.quote(env_id)}")
 
 
 class StandIn:
@@ -246,12 +265,12 @@ class StandIn:
         seed = self.args.seed if self.args.seed is not None else init_in.seed
         num_areas = self.args.num_areas or (init_in.num_areas if init_in.num_areas > 0 else 1)
         self.academy = Academy(
-            self.args.scene, num_areas=num_areas, seed=seed,
+            self.args.scene_ref, num_areas=num_areas, seed=seed,
             max_episode_steps=self.args.max_episode_steps, decision_period=self.args.decision_period,
         )
         logger.info(
-            f"trainer {init_in.package_version} (communication {init_in.communication_version}); scene "
-            f"{self.args.scene}, seed {seed}, {num_areas} area(s), {self.academy.num_agents} agents "
+            f"trainer {init_in.package_version} (communication {init_in.communication_version}); "
+            f"{self.args.scene_label}, seed {seed}, {num_areas} area(s), {self.academy.num_agents} agents "
             f"(behaviors: {', '.join(self.academy.behavior_specs)})"
         )
         self.handshake_done = True
@@ -350,12 +369,32 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(ours)  # exits with code 2 and a clear message on bad arguments
     args.log_file = log_file
+    if args.scene and args.gym_env:
+        parser.error("--scene and --gym-env exclude each other: give one")
     if args.write_builds:
+        if args.gym_env:
+            try:
+                print(write_gym_build(args.write_builds, args.gym_env))
+            except (ImportError, ValueError) as err:  # the gym extra missing, or a task the adapter cannot take
+                logger.error(str(err))
+                return EXIT_USAGE
+            return EXIT_OK
         for path in write_builds(args.write_builds):
             print(path)
         return EXIT_OK
-    if not args.scene:
-        parser.error(f"--scene is required (one of: {', '.join(sorted(ALL_SCENES))}) unless --write-builds is given")
+    if not args.scene and not args.gym_env:
+        parser.error(f"--scene is required (one of: {', '.join(sorted(ALL_SCENES))}) unless --gym-env or "
+                     "--write-builds is given")
+    if args.gym_env:
+        from mlagents_plugins.envs.gym_env import gym_scene
+
+        try:
+            args.scene_ref, args.scene_label = gym_scene(args.gym_env), f"gym env {args.gym_env}"
+        except (ImportError, ValueError) as err:
+            logger.error(str(err))  # the player log is where mlagents-learn points a user
+            return EXIT_USAGE
+    else:
+        args.scene_ref, args.scene_label = args.scene, f"scene {args.scene}"
     if ignored:
         logger.info(f"ignoring Unity player arguments: {' '.join(ignored)}")
     _exit_when_trainer_gone()

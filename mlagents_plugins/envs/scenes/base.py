@@ -60,6 +60,9 @@ class Scene:
     default_max_episode_steps: ClassVar[int] = 100
     #: parameters read from EnvironmentParametersChannel at every episode start, with defaults
     parameter_defaults: ClassVar[Dict[str, float]] = {DIFFICULTY: 1.0}
+    #: whether every episode end sends Scene/Success Rate and Scene/Difficulty (tasks without a goal, such as
+    #: Gymnasium's, send neither)
+    reports_scene_stats: ClassVar[bool] = True
 
     def __init__(
         self,

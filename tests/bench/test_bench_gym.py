@@ -1,0 +1,170 @@
+"""``python -m bench gym``: evaluation returns, the report's per-seed statistics and anchors, ``--continue``'s keys,
+option checks, and one tiny invocation (fast_sac through mlagents-learn and SB3's SAC, a few hundred steps)."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bench_fixtures import REPO  # noqa: F401  (puts the repo on sys.path)
+
+gym = pytest.importorskip("gymnasium", reason="the gym extra (requirements/gym.txt) is not installed")
+
+from bench import gym as bench_gym  # noqa: E402
+
+
+class Ramp(gym.Env):
+    """Reward a[0] * t at step t; terminated after 3 steps (returns by hand: a * (1 + 2 + 3))."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], np.float32), float(action[0]) * self.t, self.t >= 3, False, {}
+
+
+if "BenchRamp-v0" not in gym.registry:
+    gym.register(id="BenchRamp-v0", entry_point=Ramp)
+
+
+def test_evaluate_returns_mean_and_std_of_episode_returns():
+    calls = []
+
+    def act(obs):
+        calls.append(obs.shape)
+        # first episode 0.5 per unit, then 0.25: returns 3.0 and 1.5
+        return np.array([0.5 if len(calls) <= 3 else 0.25], np.float32)
+
+    got = bench_gym.evaluate(act, "BenchRamp-v0", episodes=2, seed=1)
+    assert calls == [(1, 1)] * 6
+    assert got["return_mean"] == pytest.approx(2.25) and got["return_std"] == pytest.approx(0.75)
+
+
+def _counter_policy(path):
+    """An ONNX policy with one memory value m (starting at 0): action m / 10, recurrent_out m + 1."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["recurrent_in", "one"], ["recurrent_out"]),
+         helper.make_node("Mul", ["recurrent_in", "tenth"], ["scaled"]),
+         helper.make_node("Reshape", ["scaled", "shape"], ["deterministic_continuous_actions"])],
+        "counter",
+        [helper.make_tensor_value_info("obs_0", TensorProto.FLOAT, ["batch", 1]),
+         helper.make_tensor_value_info("recurrent_in", TensorProto.FLOAT, ["batch", 1, 1])],
+        [helper.make_tensor_value_info("deterministic_continuous_actions", TensorProto.FLOAT, ["batch", 1]),
+         helper.make_tensor_value_info("recurrent_out", TensorProto.FLOAT, ["batch", 1, 1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]), helper.make_tensor("tenth", TensorProto.FLOAT, [], [0.1]),
+         helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def test_onnx_actor_carries_memories_within_an_episode_and_resets_them(tmp_path):
+    pytest.importorskip("onnxruntime")
+    actor = bench_gym.OnnxActor(_counter_policy(tmp_path / "counter.onnx"), "BenchRamp-v0")
+    # memory 0, 1, 2 at steps 1, 2, 3 -> actions 0, 0.1, 0.2 -> return 0 * 1 + 0.1 * 2 + 0.2 * 3 = 0.8 per episode
+    # (without the reset the second episode would play 0.3, 0.4, 0.5: 2.6)
+    got = bench_gym.evaluate(actor, "BenchRamp-v0", episodes=2, seed=0)
+    assert got["return_mean"] == pytest.approx(0.8, rel=1e-6) and got["return_std"] == pytest.approx(0.0, abs=1e-6)
+
+
+def _rec(trainer, seed, evals, steps=10_000, error=None, scene="HalfCheetah-v5", **extra):
+    return {"trainer": trainer, "scene": scene, "seed": seed, "max_steps": steps, "steps": steps + 48,
+            "eval": [{"step": s, "return_mean": v, "return_std": 0.0} for s, v in evals], "error": error,
+            "train_return": extra.get("train", 10.0), "steps_per_cpu_s": extra.get("speed", 50.0),
+            "wall_s": 100.0, "cpu_s": 90.0, "eval_every": 5000}
+
+
+def test_final_eval_is_the_last_checkpoint_unless_the_run_was_cut_short():
+    r = _rec("fast_sac", 0, [(5_024, 1.0), (9_960, 7.0), (10_064, 9.0)])
+    assert bench_gym.final_eval(r, 10_000, tolerance=256) == 9.0
+    assert bench_gym.final_eval(_rec("sac", 0, [(9_900, 3.0)]), 10_000, tolerance=256) == 3.0
+    assert bench_gym.final_eval(r, 20_000, tolerance=256) is None
+    assert bench_gym.final_eval(_rec("sac", 0, []), 10_000, tolerance=256) is None
+
+
+def test_summary_rows_are_per_trainer_over_seeds_with_ours_bold():
+    records = [_rec("fast_sac", 0, [(10_048, 100.0)], speed=40.0), _rec("fast_sac", 1, [(10_040, 300.0)], speed=60.0),
+               _rec("sb3_sac", 0, [(10_000, 250.0)], train=-5.0),
+               _rec("sac", 0, [(10_048, 999.0)], error="RuntimeError: boom"),  # errors are left out
+               _rec("fast_sac", 2, [(10_048, 5000.0)], scene="Hopper-v5")]
+    rows = bench_gym.summary_rows(records, "HalfCheetah-v5", 10_000, tolerance=256)
+    assert rows == [["**fast_sac**", "2", "200 ± 100", "10 ± 0", "50.0 ± 10.0", "100 ± 0", "90 ± 0"],
+                    ["sb3_sac", "1", "250", "-5", "50.0", "100", "90"]]
+
+
+def test_a_redone_run_replaces_its_failed_record_in_the_report():
+    failed = _rec("taac", 0, [], error="ValueError: x")
+    redone = _rec("taac", 0, [(10_048, 5.0)])
+    other = _rec("sac", 0, [(10_048, 1.0)])
+    shorter = _rec("taac", 0, [(5_000, 2.0)], steps=5_000)
+    assert bench_gym.latest_records([failed, other, shorter, redone]) == [redone, other, shorter]
+
+
+def test_done_keys_skip_only_runs_without_error():
+    records = [_rec("fast_sac", 0, []), _rec("sac", 1, [], error="x"), _rec("sb3_sac", 2, [], scene="Hopper-v5")]
+    assert bench_gym.done_keys(records) == {("fast_sac", "HalfCheetah-v5", 0), ("sb3_sac", "Hopper-v5", 2)}
+
+
+@pytest.mark.parametrize("argv, message", [(["--trainers", "fast_sac,ppo"], "trainer ['ppo'] unknown"),
+                                           (["--seeds", "0,x"], "comma-separated integers"),
+                                           (["--steps", "0"], "--steps")])
+def test_bad_options_are_refused_clearly(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        bench_gym.build_parser().parse_args(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_every_trainer_has_a_config_for_every_task():
+    for trainer in bench_gym.ML_TRAINERS:
+        for task in bench_gym.TASKS:
+            assert os.path.isfile(bench_gym.config_path(trainer, task)), (trainer, task)
+
+
+@pytest.mark.e2e
+def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monkeypatch):
+    pytest.importorskip("mujoco", reason="MuJoCo (gymnasium[mujoco]) is not installed")
+    trainers = "fast_sac,sb3_sac"
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        trainers = "fast_sac"  # the bench-only extra is optional
+    monkeypatch.setenv("MLAGENTS_PLUGINS_COMPILE", "0")  # a one-off torch.compile would take most of the run
+    out = tmp_path / "out"
+    argv = ["--steps", "400", "--seeds", "0", "--trainers", trainers, "--tasks", "HalfCheetah-v5",
+            "--eval-every", "200", "--eval-episodes", "1", "--buffer-init-steps", "100", "--out", str(out)]
+    assert bench_gym.main(argv) == 0
+    records = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert [r["trainer"] for r in records] == trainers.split(",")
+    for r in records:
+        assert r["error"] is None and r["scene"] == "HalfCheetah-v5" and r["seed"] == 0
+        assert r["steps"] >= 400 and r["wall_s"] > 0 and r["cpu_s"] > 0 and r["steps_per_cpu_s"] > 0
+        steps = [e["step"] for e in r["eval"]]
+        assert steps == sorted(steps) and len(steps) >= 2 and steps[-1] >= 400
+        assert all(np.isfinite(e["return_mean"]) for e in r["eval"])
+    assert records[0]["config"]["max_steps"] == 400 and records[0]["config"]["hyperparameters"]["buffer_init_steps"] == 100
+    report = (out / "REPORT.md").read_text()
+    assert "## HalfCheetah-v5, 400 steps" in report and "| HalfCheetah | 100k | 6156 ± 700 | 8112 ± 896 |" in report
+    assert (out / "curves.png").is_file()
+    assert f"Last invocation's plan: {len(records)} runs (0 already recorded): fast_sac HalfCheetah-v5 seed 0" in report
+    # --continue: everything is recorded, nothing runs again
+    assert bench_gym.main(argv + ["--continue"]) == 0
+    assert len((out / "runs.jsonl").read_text().splitlines()) == len(records)
+
+
+def test_console_summaries_parse():
+    text = ("[INFO] HalfCheetah. Step: 5000. Time Elapsed: 22.987 s. Mean Reward: -385.556. Std of Reward: 43.704. "
+            "Training.\n[INFO] HalfCheetah. Step: 10000. Time Elapsed: 110.8 s. No episode was completed since last "
+            "summary. Training.\n[INFO] Hopper. Step: 15000. Time Elapsed: 185.632 s. Mean Reward: 8. Std of Reward: "
+            "8.3. Training.\n[INFO] HalfCheetah. Step: 20000. Time Elapsed: 200.5 s. Mean Reward: 1.5e+03. Std\n")
+    assert bench_gym.parse_console(text, "HalfCheetah") == [[5000, 22.987, -385.556], [20000, 200.5, 1500.0]]
+    assert bench_gym.parse_console(text, "Hopper") == [[15000, 185.632, 8.0]]
