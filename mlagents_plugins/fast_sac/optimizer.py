@@ -45,7 +45,7 @@ class FastSACOptimizer(TorchOptimizer):
             name="fast_sac update",
             max_steps=trainer_settings.max_steps,
             device=self.device,
-            small_critic_init=hp.critic_small_init_on(self.action_spec.continuous_size),
+            small_critic_init=bool(hp.critic_small_init),
         )
         self._normalize = policy.network_settings.normalize
 

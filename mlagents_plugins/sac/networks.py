@@ -8,7 +8,7 @@ network: the target is computed from Polyak-averaged copies of both Q networks (
 With ``layer_norm`` each hidden linear layer of the critics' bodies is followed by a layer normalization
 without learned scale or shift (``critic_layer_norm``; the parameters and ``state_dict`` keys are ML-Agents'
 own, so checkpoints of either kind load into the same module).  With ``small_output_init`` the critics' output
-layers start small (``SMALL_OUTPUT_INIT``, fast_sac's ``critic_small_init``).
+layers start small (``critic_norm.init_outputs_small_``, fast_sac's ``critic_small_init``).
 """
 from typing import Dict, List, Optional, Tuple
 
@@ -20,16 +20,12 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs import logging_util
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.common.critic_norm import LayerNormedCritics
+from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_outputs_small_
 from mlagents_plugins.common.tensor_utils import call_frozen, target_copy
 from mlagents_plugins.sac import losses
 
 logger = logging_util.get_logger(__name__)
 
-
-#: bound of the uniform initialization of the critics' output layers with ``small_output_init`` (DDPG's final-layer
-#: initialization, Lillicrap et al. 2016, Sec. 7: initial Q values near zero, so near-zero slopes in the actions)
-SMALL_OUTPUT_INIT = 3.0e-3
 
 #: each critic's observation encoding [B, E] (``TwinQ.encode``); Q2's None where only Q1 is evaluated.
 Encodings = Tuple[torch.Tensor, Optional[torch.Tensor]]
@@ -39,7 +35,7 @@ class TwinQ(LayerNormedCritics):
     """Two independent Q networks; ``forward`` returns both as [B, S, A] tensors (streams in name order).
 
     ``layer_norm``: layer normalization in the critics' hidden layers (``critic_norm``).  ``small_output_init``: the
-    weights and biases of both critics' output layers drawn from U(-``SMALL_OUTPUT_INIT``, ``SMALL_OUTPUT_INIT``)
+    weights and biases of both critics' output layers drawn from U(-3e-3, 3e-3) (``critic_norm.init_outputs_small_``)
     instead of ML-Agents' initialization, so every Q value, and its slope in the continuous actions, starts near 0
     (the hidden layers keep ML-Agents' initialization)."""
 
@@ -60,10 +56,7 @@ class TwinQ(LayerNormedCritics):
         self.q2 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
         self._normalize_bodies((self.q1, self.q2), layer_norm)
         if small_output_init:
-            with torch.no_grad():
-                for q in (self.q1, self.q2):
-                    for p in q.value_heads.parameters():
-                        p.uniform_(-SMALL_OUTPUT_INIT, SMALL_OUTPUT_INIT)
+            init_outputs_small_((self.q1, self.q2))
 
     def _stack(self, out: dict, batch: int) -> torch.Tensor:
         return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)
