@@ -1,4 +1,6 @@
-"""Layer normalization in critics' hidden layers (``critic_layer_norm`` of fast_sac, muzero_repr's SAC head and taac).
+"""Layer normalization in critics' hidden layers (``critic_layer_norm`` of fast_sac, muzero_repr's SAC head and taac),
+and the small initialization of critics' output layers (``critic_small_init``:
+``init_outputs_small_``).
 
 Layer normalization (Ba et al. 2016) without learned scale or shift after each hidden linear layer of a critic's
 ``NetworkBody`` (before its activation), as in DroQ (Hiraoka et al. 2022) and RLPD (Ball et al. 2023); the SAC
@@ -13,6 +15,22 @@ from mlagents.trainers.torch_entities.layers import LinearEncoder
 from mlagents_envs import logging_util
 
 logger = logging_util.get_logger(__name__)
+
+
+#: bound of the uniform initialization of critics' output layers by ``init_outputs_small_`` (DDPG's final-layer
+#: initialization, Lillicrap et al. 2016, Sec. 7: initial Q values near zero, so near-zero slopes in the actions)
+SMALL_OUTPUT_INIT = 3.0e-3
+
+
+def init_outputs_small_(value_networks: Iterable[nn.Module]) -> None:
+    """Draw the weights and biases of each ML-Agents ``ValueNetwork``'s output layers (``value_heads``) from
+    U(-``SMALL_OUTPUT_INIT``, ``SMALL_OUTPUT_INIT``), in place; the hidden layers keep ML-Agents' initialization.
+    A fresh critic then has Q values near 0 for every action and no random slope in the actions for an actor to
+    follow before the rewards have shaped one (bench/results/tiny-fixes-2026-11-28)."""
+    with torch.no_grad():
+        for q in value_networks:
+            for p in q.value_heads.parameters():
+                p.uniform_(-SMALL_OUTPUT_INIT, SMALL_OUTPUT_INIT)
 
 
 class NormedSequential(nn.Sequential):

@@ -18,13 +18,13 @@ from mlagents_plugins.common.compiled_step import compile_wanted
 from mlagents_plugins.sac.head import SACHead
 from mlagents_plugins.sac.losses import SACBatch, SACLosses
 from mlagents_plugins.sac.networks import sample_for_training
-from mlagents_plugins.sac.settings import SACHeadSettings
+from mlagents_plugins.fast_sac.settings import FastSACSettings
 
 
 class FastSACOptimizer(TorchOptimizer):
     def __init__(self, policy: TorchPolicy, trainer_settings: TrainerSettings):
         super().__init__(policy, trainer_settings)
-        hp = cast(SACHeadSettings, trainer_settings.hyperparameters)
+        hp = cast(FastSACSettings, trainer_settings.hyperparameters)
         self.hyperparameters = hp
         self.device = default_device()
         self.action_spec = policy.behavior_spec.action_spec
@@ -45,6 +45,7 @@ class FastSACOptimizer(TorchOptimizer):
             name="fast_sac update",
             max_steps=trainer_settings.max_steps,
             device=self.device,
+            small_critic_init=bool(hp.critic_small_init),
         )
         self._normalize = policy.network_settings.normalize
 

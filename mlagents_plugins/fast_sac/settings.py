@@ -6,7 +6,7 @@ import attr
 
 from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.image_augment import automatic_shift_pad
-from mlagents_plugins.common.validators import optional_non_negative_int
+from mlagents_plugins.common.validators import optional_non_negative_int, strict_bool
 from mlagents_plugins.sac.settings import SACHeadSettings
 
 
@@ -20,6 +20,13 @@ class FastSACSettings(SACHeadSettings):
     # automatic: DrQ's 4 pixels at 84x84 scaled to the frame size (at least 1) with camera observations, off
     # without (docs/fast_sac.md "Image augmentation").
     random_shift_pad: Optional[int] = attr.ib(default=None, validator=optional_non_negative_int)
+    # Both critics' output layers start small: weights and biases uniform in [-3e-3, 3e-3] (DDPG's final layer,
+    # Lillicrap et al. 2016) instead of ML-Agents' initialization, so the first Q values and their slopes in the
+    # continuous actions are near 0 and the actor does not follow a random slope before the rewards have shaped one.
+    # Off by default: on the tiny tasks it kept the continuous actions of the 2c2d hybrid task off the wrong sign
+    # (finals 0.99 / 0.75 / 0.75 against 0.23 / -0.03 / 0.48) but the entity task fell from 3/3 to 0/3
+    # (bench/results/tiny-fixes-2026-11-28).
+    critic_small_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""

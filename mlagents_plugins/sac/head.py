@@ -72,6 +72,8 @@ class SACHead:
     :param loss_fn: the step's loss (the optimizer's: it supplies the actor and the states and calls
         ``compute_losses``), run through ``torch.compile`` when ``compile_update`` (eager fallback), its kernels
         chosen first.
+    :param small_critic_init: the critics' output layers start small (``TwinQ``'s ``small_output_init``; fast_sac's
+        ``critic_small_init``); off: ML-Agents' initialization (muzero_repr).
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class SACHead:
         max_steps: int,
         device: torch.device,
         extra_params: Optional[List[nn.Parameter]] = None,
+        small_critic_init: bool = False,
     ):
         self.hyperparameters = hp
         self.action_spec = action_spec
@@ -99,6 +102,7 @@ class SACHead:
             critic_network_settings,
             action_spec,
             layer_norm=hp.critics_layer_normed(len(self.branches)),
+            small_output_init=small_critic_init,
         ).to(device)
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
         self.q_target = self.q_net.make_target().to(device)

@@ -7,7 +7,8 @@ heads with one output per action (``A = sum(branches)``).  Unlike ML-Agents' SAC
 network: the target is computed from Polyak-averaged copies of both Q networks (SAC-2, Haarnoja et al. 2018b).
 With ``layer_norm`` each hidden linear layer of the critics' bodies is followed by a layer normalization
 without learned scale or shift (``critic_layer_norm``; the parameters and ``state_dict`` keys are ML-Agents'
-own, so checkpoints of either kind load into the same module).
+own, so checkpoints of either kind load into the same module).  With ``small_output_init`` the critics' output
+layers start small (``critic_norm.init_outputs_small_``, fast_sac's ``critic_small_init``).
 """
 from typing import Dict, List, Optional, Tuple
 
@@ -19,7 +20,7 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs import logging_util
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.common.critic_norm import LayerNormedCritics
+from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_outputs_small_
 from mlagents_plugins.common.tensor_utils import call_frozen, target_copy
 from mlagents_plugins.sac import losses
 
@@ -33,7 +34,10 @@ Encodings = Tuple[torch.Tensor, Optional[torch.Tensor]]
 class TwinQ(LayerNormedCritics):
     """Two independent Q networks; ``forward`` returns both as [B, S, A] tensors (streams in name order).
 
-    ``layer_norm``: layer normalization in the critics' hidden layers (``critic_norm``)."""
+    ``layer_norm``: layer normalization in the critics' hidden layers (``critic_norm``).  ``small_output_init``: the
+    weights and biases of both critics' output layers drawn from U(-3e-3, 3e-3) (``critic_norm.init_outputs_small_``)
+    instead of ML-Agents' initialization, so every Q value, and its slope in the continuous actions, starts near 0
+    (the hidden layers keep ML-Agents' initialization)."""
 
     def __init__(
         self,
@@ -42,6 +46,7 @@ class TwinQ(LayerNormedCritics):
         network_settings: NetworkSettings,
         action_spec: ActionSpec,
         layer_norm: bool = False,
+        small_output_init: bool = False,
     ):
         super().__init__()
         self.stream_names = list(stream_names)
@@ -50,6 +55,8 @@ class TwinQ(LayerNormedCritics):
         self.q1 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
         self.q2 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
         self._normalize_bodies((self.q1, self.q2), layer_norm)
+        if small_output_init:
+            init_outputs_small_((self.q1, self.q2))
 
     def _stack(self, out: dict, batch: int) -> torch.Tensor:
         return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)

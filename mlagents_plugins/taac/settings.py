@@ -68,6 +68,11 @@ class TaacSettings(OffPolicyBaseSettings):
     # activation; mlagents_plugins/common/critic_norm.py), as fast_sac's critics have it for continuous actions; the
     # TAAC paper has none.  docs/taac.md "Critic layer normalization".
     critic_layer_norm: Any = attr.ib(default=True, validator=strict_bool)  # bool
+    # Every critic's output layer starts uniform in [-3e-3, 3e-3] (DDPG's final layer, Lillicrap et al. 2016) instead of
+    # ML-Agents' initialization, so the first Q values and their slopes in tau are near 0 and the actor does not
+    # follow a random slope before the rewards have shaped one (fast_sac's critic_small_init).  Off by default: the tiny
+    # camera task 1/3 -> 3/3 with it, the tiny entity task 1/3 -> 0/3 (bench/results/tiny-fixes-2026-11-28).
+    critic_small_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).
     max_repeat_steps: int = attr.ib(default=0, validator=non_negative_int)
     # Start each episode from a uniformly random tau^- instead of zeros (exploration; off in the paper).

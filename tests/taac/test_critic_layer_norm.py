@@ -51,3 +51,35 @@ def test_the_checkpoint_decides_over_the_setting(tmp_path, saved_on):
     resumed.load_state_dict(saved.state_dict())
     assert resumed.layer_norm is saved_on
     assert torch.equal(_q(saved), _q(resumed))
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_critic_small_init_reaches_online_and_target_critics_output_layers_only(tmp_path, on):
+    from mlagents_plugins.common.critic_norm import SMALL_OUTPUT_INIT
+
+    torch.manual_seed(5)
+    small = _optimizer(tmp_path / "a", critic_small_init=on)
+    torch.manual_seed(5)
+    plain = _optimizer(tmp_path / "b", critic_small_init=False)
+    for critic in (small.q_net, small.q_target):
+        biggest = max(float(p.detach().abs().max()) for q in critic.replicas for p in q.value_heads.parameters())
+        assert (biggest <= SMALL_OUTPUT_INIT) is on
+    # the hidden layers are ML-Agents' own either way (same draws), only the output layers differ
+    heads = {id(p) for q in small.q_net.replicas for p in q.value_heads.parameters()}
+    plain_params = dict(plain.q_net.named_parameters())
+    for name, p in small.q_net.named_parameters():
+        if id(p) not in heads:
+            assert torch.equal(p, plain_params[name]), name
+    with torch.no_grad():
+        spread_small = _q(small.q_net).abs().max()
+        spread_plain = _q(plain.q_net).abs().max()
+    assert bool(spread_small * 10 < spread_plain) is on
+
+
+def test_critic_small_init_is_off_by_default_and_rejects_non_bools(tmp_path):
+    from mlagents.trainers.exception import TrainerConfigError
+    from mlagents_plugins.taac.settings import TaacSettings
+
+    assert TaacSettings().critic_small_init is False
+    with pytest.raises(TrainerConfigError, match="critic_small_init = 'yes' is invalid"):
+        TaacSettings(critic_small_init="yes")
