@@ -28,6 +28,7 @@ SETTINGS = dict(
     switch_target_entropy="switch target entropy", b1_advantage_clipping="checked: null",
     max_repeat_steps="no work: acting only", randomize_first_state_tau="no work: acting only",
     critic_layer_norm="critics' hidden layers normalized (true) or not (false)",
+    critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
 )
 
 
@@ -50,9 +51,10 @@ def compare_through(r: torch.Tensor, terminal: torch.Tensor, v1: torch.Tensor, s
 class MinimalTAAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.trajectory != "constant" or hp.target_update_period != 1 or hp.b1_advantage_clipping is not None:
-            raise ValueError("the minimal TAAC loop covers trajectory: constant, target_update_period: 1 and "
-                             "b1_advantage_clipping: null only")
+        if (hp.trajectory != "constant" or hp.target_update_period != 1 or hp.b1_advantage_clipping is not None
+                or hp.critic_small_init):
+            raise ValueError("the minimal TAAC loop covers trajectory: constant, target_update_period: 1, "
+                             "b1_advantage_clipping: null and critic_small_init: false only")
         self.hp = hp
         self.L = hp.mini_batch_length
         self.n_seq = int(math.ceil(hp.batch_size / self.L))
