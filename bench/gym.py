@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from bench import resume
 from bench.invocation import code_commit, machine, new_id, utc_now
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -286,13 +287,6 @@ def run_one(trainer: str, env_id: str, seed: int, args: argparse.Namespace, invo
 
 
 # ------------------------------------------------------------------------------------------------ records
-def read_records(path: str) -> List[Dict[str, Any]]:
-    if not os.path.isfile(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def latest_records(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """The last record of each (trainer, scene, seed, max_steps), in first-seen order: a run redone after an error
     (``--continue``) replaces its failed record in the report; ``runs.jsonl`` keeps both."""
@@ -317,10 +311,10 @@ def _round(value: Any) -> Any:
     return value
 
 
-def append_record(path: str, record: Dict[str, Any], lock: threading.Lock) -> None:
+def append_record(out: str, record: Dict[str, Any], lock: threading.Lock) -> None:
+    """``resume.append_record`` (one flushed line of ``runs.jsonl``) of the rounded record, one thread at a time."""
     with lock:
-        with open(path, "a") as f:
-            f.write(json.dumps(_round(record)) + "\n")
+        resume.append_record(out, _round(record))
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -420,7 +414,7 @@ def plot_curves(records: Sequence[Dict[str, Any]], path: str) -> Optional[str]:
 
 
 def write_report(out: str, meta: Dict[str, Any]) -> str:
-    records = latest_records(read_records(os.path.join(out, "runs.jsonl")))
+    records = latest_records(resume.read_records(out)[0])
     png = plot_curves(records, os.path.join(out, "curves.png"))
     lines = ["# bench gym: Gymnasium MuJoCo tasks through mlagents-learn, against SB3 and the published anchors", "",
              f"Rendered {utc_now()} from `runs.jsonl` ({len(records)} records).  Last invocation: "
@@ -533,8 +527,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args.builds = os.path.join(args.out, "builds")
     for env_id in args.tasks:
         write_gym_build(args.builds, env_id)
-    runs_path = os.path.join(args.out, "runs.jsonl")
-    skip = done_keys(read_records(runs_path)) if args.resume else set()
+    skip = done_keys(resume.read_records(args.out)[0]) if args.resume else set()
     plan = [(t, e, s) for e in args.tasks for t in args.trainers for s in args.seeds if (t, e, s) not in skip]
     invocation = new_id()
     meta.update(plan=[f"{t} {e} seed {s}" for t, e, s in plan], skipped=len(skip))
@@ -545,7 +538,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     def one(job):
         trainer, env_id, seed = job
         record = run_one(trainer, env_id, seed, args, invocation)
-        append_record(runs_path, record, lock)
+        append_record(args.out, record, lock)
         with lock:
             write_report(args.out, meta)
         last = record["eval"][-1]["return_mean"] if record["eval"] else math.nan
