@@ -151,21 +151,130 @@ def checkpoint_onnx(model_dir: str, behavior: str) -> List[Tuple[int, str]]:
     return sorted(found)
 
 
+# ------------------------------------------------------------------------------------------------ CPU by process
+#: the processes of a run's tree, as ``cpu_by_process`` names them: the root process (``mlagents-learn``, the trainer;
+#: an SB3 peer's whole run), ML-Agents' environment worker (a child of the trainer running the trainer's own program:
+#: multiprocessing forks it), the stand-in build (``mlagents_plugins.envs.standin``, the worker's child), Inductor's
+#: compile workers, anything else; ``unseen`` is the tree's CPU (``os.wait4``) less the CPU last seen of all of them:
+#: what processes used between the last poll and their exit, and processes that lived shorter than one poll (the C++
+#: compiler Inductor runs).
+PROCESS_ROLES = ("trainer", "env_worker", "build", "compile", "other", "unseen")
+PROCESS_POLL_S = 0.5
+
+
+def proc_own_cpu(pid: int) -> Optional[Tuple[int, float]]:
+    """(parent pid, user + system CPU seconds of the process itself, not its children) from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "; comm may hold spaces and parentheses
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_role(pid: int, root: int, parent: int, cmdline: str, root_cmdline: str) -> str:
+    """The ``PROCESS_ROLES`` entry of a process of the tree rooted at ``root``."""
+    if pid == root:
+        return "trainer"
+    if "mlagents_plugins.envs.standin" in cmdline:
+        return "build"
+    if "torch._inductor" in cmdline or "compile_worker" in cmdline:
+        return "compile"
+    if parent == root and (cmdline == root_cmdline or "multiprocessing" in cmdline):
+        return "env_worker"
+    return "other"
+
+
+class ProcessCpuWatch:
+    """Polls /proc every ``interval_s`` for the process tree under ``root`` (the root included) and keeps each
+    process's role and the CPU last seen; ``split(tree_cpu_s)`` gives CPU seconds per ``PROCESS_ROLES`` entry, adding
+    up to ``tree_cpu_s``.  Runs in a thread of the bench process, so its cost is not in the tree's CPU."""
+
+    def __init__(self, root: int, interval_s: float = PROCESS_POLL_S):
+        self.root, self.interval_s = root, interval_s
+        self.seen: Dict[int, Tuple[str, float]] = {}
+        self._cmdlines: Dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gym-process-cpu", daemon=True)
+
+    def _cmdline(self, pid: int) -> str:
+        if pid not in self._cmdlines:
+            from bench.profiling.phases import _cmdline
+
+            self._cmdlines[pid] = _cmdline(pid)
+        return self._cmdlines[pid]
+
+    def poll(self) -> None:
+        stats = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                got = proc_own_cpu(int(name))
+                if got is not None:
+                    stats[int(name)] = got
+        children: Dict[int, List[int]] = {}
+        for pid, (ppid, _) in stats.items():
+            children.setdefault(ppid, []).append(pid)
+        if self.root not in stats:
+            return
+        root_cmdline = self._cmdline(self.root)
+        todo = [self.root]
+        while todo:
+            pid = todo.pop()
+            parent, cpu = stats[pid]
+            role = self.seen.get(pid, (None,))[0] or process_role(pid, self.root, parent, self._cmdline(pid),
+                                                                  root_cmdline)
+            self.seen[pid] = (role, max(cpu, self.seen.get(pid, (role, 0.0))[1]))
+            todo += children.get(pid, [])
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.poll()
+            except Exception:  # noqa: BLE001 - a process vanishing mid-read; the next poll sees the rest
+                pass
+
+    def start(self) -> "ProcessCpuWatch":
+        self.poll()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def split(self, tree_cpu_s: float) -> Dict[str, float]:
+        out = {role: 0.0 for role in PROCESS_ROLES}
+        for role, cpu in self.seen.values():
+            out[role] += cpu
+        out["unseen"] = tree_cpu_s - sum(out.values())
+        out["processes"] = len(self.seen)
+        return out
+
+
 # ------------------------------------------------------------------------------------------------ one run
-def run_child(cmd: List[str], log_path: str, env: Dict[str, str], cwd: str, timeout: float) -> Tuple[int, float, float]:
-    """Run ``cmd`` with stdout+stderr to ``log_path``; (exit code, wall s, CPU s of its process tree)."""
+def run_child(cmd: List[str], log_path: str, env: Dict[str, str], cwd: str, timeout: float,
+              by_process: Optional[Dict[str, float]] = None) -> Tuple[int, float, float]:
+    """Run ``cmd`` with stdout+stderr to ``log_path``; (exit code, wall s, CPU s of its process tree).  A
+    ``by_process`` dict is filled with the tree's CPU per ``PROCESS_ROLES`` entry (``ProcessCpuWatch``)."""
     with open(log_path, "w") as log:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        watch = ProcessCpuWatch(proc.pid).start() if by_process is not None else None
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         finally:
             timer.cancel()
+            if watch is not None:
+                watch.stop()
         proc.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - start
-    return proc.returncode, wall, usage.ru_utime + usage.ru_stime
+    cpu = usage.ru_utime + usage.ru_stime
+    if watch is not None:
+        by_process.update(watch.split(cpu))
+    return proc.returncode, wall, cpu
 
 
 def child_env() -> Dict[str, str]:
@@ -215,10 +324,11 @@ def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, recor
                f"--results-dir={work}", f"--base-port={free_base_port(1)}", "--num-envs=1", "--no-graphics",
                f"--seed={seed}", "--force", "--torch-device=cpu", "--timeout-wait=120"]
         log_path = os.path.join(work, "learn.log")
-        code, wall, cpu = run_child(cmd, log_path, child_env(), work, LEARN_TIMEOUT_S)
+        by_process: Dict[str, float] = {}
+        code, wall, cpu = run_child(cmd, log_path, child_env(), work, LEARN_TIMEOUT_S, by_process)
         with open(log_path, errors="replace") as f:
             text = f.read()
-        record.update(wall_s=wall, cpu_s=cpu)
+        record.update(wall_s=wall, cpu_s=cpu, cpu_by_process=by_process)
         if code != 0:
             raise RuntimeError(f"mlagents-learn exited with {code}: {text[-2000:]}")
         curve = parse_console(text, behavior)
@@ -255,14 +365,17 @@ def run_peer(trainer: str, env_id: str, seed: int, args: argparse.Namespace, rec
         if args.buffer_init_steps is not None:
             cmd += ["--learning-starts", str(args.buffer_init_steps)]
         log_path = os.path.join(work, "peer.log")
-        code, wall, cpu = run_child(cmd, log_path, child_env(), REPO, LEARN_TIMEOUT_S)
+        by_process: Dict[str, float] = {}
+        code, wall, cpu = run_child(cmd, log_path, child_env(), REPO, LEARN_TIMEOUT_S, by_process)
         if code != 0 or not os.path.isfile(out_json):
             with open(log_path, errors="replace") as f:
                 raise RuntimeError(f"{trainer} exited with {code}: {f.read()[-2000:]}")
         with open(out_json) as f:
             got = json.load(f)
         # The peer's in-line evaluation ran inside its process: it is taken out of the run's cost.
+        by_process["trainer"] -= got["eval_cpu_s"]
         record.update(wall_s=wall - got["eval_s"], cpu_s=cpu - got["eval_cpu_s"], steps=got["steps"],
+                      cpu_by_process=by_process,
                       eval=got["eval"], eval_s=got["eval_s"], eval_cpu_s=got["eval_cpu_s"],
                       train_return=got["train_return"], train_curve=got["train_curve"], config=got["config"])
     finally:
@@ -355,6 +468,31 @@ def summary_rows(records: Sequence[Dict[str, Any]], env_id: str, step: int, tole
     return rows
 
 
+def process_rows(records: Sequence[Dict[str, Any]]) -> List[str]:
+    """The report's CPU-by-process table: per run with a ``cpu_by_process`` record, CPU seconds per 1000 env steps
+    of each process role and its share of the run's CPU."""
+    rows = []
+    for r in records:
+        split = r.get("cpu_by_process")
+        if r.get("error") or not split or not r.get("steps") or not r.get("cpu_s"):
+            continue
+        k = 1000.0 / r["steps"]
+        cells = [f"{split.get(role, 0.0) * k:.2f} ({100 * split.get(role, 0.0) / r['cpu_s']:.0f}%)"
+                 for role in PROCESS_ROLES]
+        rows.append(f"| {r['trainer']} | {r['scene']} | {r['seed']} | {r['steps']} | {r['cpu_s'] * k:.2f} | "
+                    + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["## CPU by process", "",
+            "CPU seconds per 1000 env steps of each process of the run's tree (share of the run's CPU): the trainer "
+            "(`mlagents-learn`; an SB3 peer's whole process, its evaluation taken out), ML-Agents' environment "
+            "worker, the stand-in build, Inductor's compile workers, other processes; *unseen*: the tree's CPU "
+            f"(`os.wait4`) less what /proc showed of them (polled every {PROCESS_POLL_S} s): the last moments before "
+            "each exit and processes shorter than a poll (the C++ compiler Inductor runs).", "",
+            "| trainer | task | seed | steps | total | " + " | ".join(r.replace("_", " ") for r in PROCESS_ROLES)
+            + " |", "|" + " --- |" * (5 + len(PROCESS_ROLES))] + rows + [""]
+
+
 def anchor_rows(step: int) -> List[str]:
     lines = []
     for (task, at), cols in sorted(ANCHORS.items()):
@@ -435,6 +573,7 @@ def write_report(out: str, meta: Dict[str, Any]) -> str:
                       "| wall s | CPU s |", "| --- | --- | --- | --- | --- | --- | --- |"]
             lines += ["| " + " | ".join(row) + " |" for row in rows]
             lines.append("")
+    lines += process_rows(records)
     lines += ["## Published anchors (v4 tasks, 10 seeds, evaluation return)", "",
               "dojeon-ai/SimbaV2 `results/baseline/*.csv`; the MR.Q column equals facebookresearch/MRQ "
               "`results/gym_results.txt`.  Ours run the v5 tasks.", "",

@@ -151,10 +151,15 @@ def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monke
         steps = [e["step"] for e in r["eval"]]
         assert steps == sorted(steps) and len(steps) >= 2 and steps[-1] >= 400
         assert all(np.isfinite(e["return_mean"]) for e in r["eval"])
+        split = r["cpu_by_process"]
+        assert sum(split[role] for role in bench_gym.PROCESS_ROLES) == pytest.approx(r["cpu_s"])
+        assert split["trainer"] > 0
+    ml = records[0]["cpu_by_process"]  # mlagents-learn: its environment worker and the stand-in build were seen
+    assert ml["env_worker"] > 0 and ml["build"] > 0 and ml["processes"] >= 3
     assert records[0]["config"]["max_steps"] == 400 and records[0]["config"]["hyperparameters"]["buffer_init_steps"] == 100
     report = (out / "REPORT.md").read_text()
     assert "## HalfCheetah-v5, 400 steps" in report and "| HalfCheetah | 100k | 6156 ± 700 | 8112 ± 896 |" in report
-    assert (out / "curves.png").is_file()
+    assert (out / "curves.png").is_file() and "## CPU by process" in report
     assert f"Last invocation's plan: {len(records)} runs (0 already recorded): fast_sac HalfCheetah-v5 seed 0" in report
     # --continue: everything is recorded, nothing runs again
     assert bench_gym.main(argv + ["--continue"]) == 0
@@ -168,3 +173,50 @@ def test_console_summaries_parse():
             "8.3. Training.\n[INFO] HalfCheetah. Step: 20000. Time Elapsed: 200.5 s. Mean Reward: 1.5e+03. Std\n")
     assert bench_gym.parse_console(text, "HalfCheetah") == [[5000, 22.987, -385.556], [20000, 200.5, 1500.0]]
     assert bench_gym.parse_console(text, "Hopper") == [[15000, 185.632, 8.0]]
+
+
+def test_process_roles_name_the_trainer_its_worker_the_build_and_compile_workers():
+    root_cmd = "/venv/bin/python /venv/bin/mlagents-learn config.yaml --env=builds/HalfCheetah"
+    assert bench_gym.process_role(10, 10, 1, root_cmd, root_cmd) == "trainer"
+    assert bench_gym.process_role(11, 10, 10, root_cmd, root_cmd) == "env_worker"  # a forked worker
+    assert bench_gym.process_role(11, 10, 10, "python -c from multiprocessing.spawn import spawn_main", root_cmd) \
+        == "env_worker"
+    assert bench_gym.process_role(12, 10, 11, "python -m mlagents_plugins.envs.standin --gym-env X", root_cmd) \
+        == "build"
+    assert bench_gym.process_role(13, 10, 10, "python -m torch._inductor.compile_worker", root_cmd) == "compile"
+    assert bench_gym.process_role(14, 10, 10, "gcc -O3 x.cpp", root_cmd) == "other"
+    assert bench_gym.process_role(15, 10, 11, root_cmd, root_cmd) == "other"  # same program, not the trainer's child
+
+
+# A root that burns about 0.4 CPU s, then starts a "build" (a child whose command line names the stand-in module)
+# that burns about 0.8 CPU s and lingers so a poll sees it, and waits for it.
+_BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass\n"
+_ROOT = (_BURN.format(s=0.4) + "import subprocess, sys\nsubprocess.run([sys.executable, '-c', {child!r}, "
+         "'mlagents_plugins.envs.standin'], check=True)\n")
+_CHILD = _BURN.format(s=0.8) + "time.sleep(1.2)\n"
+
+
+def test_run_child_splits_the_tree_cpu_by_process(tmp_path):
+    import sys
+
+    split = {}
+    code, wall, cpu = bench_gym.run_child([sys.executable, "-c", _ROOT.format(child=_CHILD)],
+                                          str(tmp_path / "log"), dict(os.environ), str(tmp_path), 60, split)
+    assert code == 0, (tmp_path / "log").read_text()
+    assert split["processes"] == 2
+    assert split["build"] >= 0.7 and split["trainer"] >= 0.3  # CPU clocks tick at 10 ms; the polls are 0.5 s apart
+    assert split["build"] > split["trainer"]
+    assert sum(split[role] for role in bench_gym.PROCESS_ROLES) == pytest.approx(cpu)
+    assert split["env_worker"] == split["compile"] == 0.0
+
+
+def test_process_rows_give_cpu_per_1k_steps_and_share_per_role():
+    record = _rec("fast_sac", 0, [(2_000, 1.0)], steps=2_000)
+    record.update(steps=2_000, cpu_s=20.0, cpu_by_process={"trainer": 14.0, "env_worker": 3.0, "build": 2.0, "compile": 0.5,
+                                              "other": 0.0, "unseen": 0.5, "processes": 4})
+    old = _rec("sac", 0, [(2_000, 1.0)], steps=2_000)  # a record from before the split: left out
+    lines = bench_gym.process_rows([record, old])
+    assert lines[0] == "## CPU by process"
+    assert lines[-2] == ("| fast_sac | HalfCheetah-v5 | 0 | 2000 | 10.00 | 7.00 (70%) | 1.50 (15%) | 1.00 (10%) | "
+                         "0.25 (2%) | 0.00 (0%) | 0.25 (2%) |")
+    assert bench_gym.process_rows([old]) == []
