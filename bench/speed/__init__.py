@@ -16,6 +16,8 @@ Modes (each has ``--help``):
 * ``gpu`` (``bench/speed/gpu.py``): fast_sac against built-in sac at GPU sizes (84x84 cameras, 3x512, batches of
   512-1024, 64 agents): update throughput and whole-run environment steps per second, about 5 minutes on one GPU;
   ``--tiny --device cpu`` checks it on a CPU.
+* ``gemm-floor`` (``bench/speed/gemm_floor.py``): fast_sac's full update against the same matrix products alone
+  (shapes profiled from the update, replayed with ``torch.mm`` at the same thread count and matmul precision).
 
 ``bench/speed/common.py`` holds their shared timing and trainer-building code.  Where the CPU of a whole
 ``mlagents-learn`` run goes, phase by phase, is ``python -m bench profile``.
@@ -27,7 +29,7 @@ import sys
 from typing import List, Optional
 
 MODES = {"update": "bench.speed.update", "learn": "bench.speed.learn", "proto": "bench.speed.proto",
-         "camera": "bench.speed.camera", "gpu": "bench.speed.gpu"}
+         "camera": "bench.speed.camera", "gpu": "bench.speed.gpu", "gemm-floor": "bench.speed.gemm_floor"}
 
 
 def _all(argv: List[str]) -> int:

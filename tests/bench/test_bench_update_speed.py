@@ -420,3 +420,34 @@ def test_camera_speed_cli_rejects_bad_numbers(capsys):
     with pytest.raises(SystemExit):
         camera.main(["--threads", "2"])
     assert "--clock cpu counts the timing thread only" in capsys.readouterr().err
+
+
+def test_gemm_floor_reads_m_k_n_from_each_product_kind():
+    from bench.speed import gemm_floor
+
+    assert gemm_floor.gemm_shape("aten::mm", [[256, 23], [23, 128]]) == (256, 23, 128)
+    assert gemm_floor.gemm_shape("aten::addmm", [[128], [256, 23], [23, 128]]) == (256, 23, 128)
+    assert gemm_floor.gemm_shape("aten::bmm", [[2, 256, 23], [2, 23, 128]]) == (512, 23, 128)
+    assert gemm_floor.gemm_shape("aten::baddbmm", [[2, 256, 128], [2, 256, 23], [2, 23, 128]]) == (512, 23, 128)
+    assert gemm_floor.gemm_shape("mkldnn::_linear_pointwise", [[4, 64, 23], [128, 23], [128]]) == (256, 23, 128)
+    assert gemm_floor.gemm_shape("aten::mm", [[256, 23]]) is None
+
+
+def test_gemm_replay_runs_each_product_as_often_as_the_update(monkeypatch):
+    from collections import Counter
+
+    import torch
+
+    from bench.speed import gemm_floor
+
+    calls = []
+    real_mm = torch.mm
+
+    def counted(a, b, out=None):
+        calls.append((tuple(a.shape), tuple(b.shape)))
+        return real_mm(a, b, out=out)
+
+    step = gemm_floor.gemm_replay(Counter({(4, 3, 5): 2.0, (6, 5, 1): 1.0}))
+    monkeypatch.setattr(torch, "mm", counted)
+    step()
+    assert sorted(calls) == [((4, 3), (3, 5)), ((4, 3), (3, 5)), ((6, 5), (5, 1))]

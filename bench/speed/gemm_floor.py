@@ -1,0 +1,165 @@
+"""fast_sac's full update at MuJoCo sizes against a measured GEMM floor: the same matrix products alone (issue #55).
+
+In one process at one torch thread (``--threads``): fast_sac built as ``python -m bench speed update`` builds it
+(``configs/fast_sac_balance.yaml``, here at ``--hidden-units`` x ``--num-layers`` and ``--batch-size``; 8 vector
+observations, 2 actions), its buffer filled through its own ``_process_trajectory``; after ``--warmup`` updates
+(``torch.compile`` and the matmul kernel chooser settled), ``torch.profiler`` records ``--profiled`` updates with
+their operators' input shapes.  The floor is every matrix product those updates ran (``aten::mm``, ``addmm``,
+``bmm``, ``_mkl_linear``/``mkldnn`` linear variants: the shapes and count per update), replayed as ``torch.mm`` on
+contiguous inputs of the same shapes, with the update's fp32 matmul precision; it is what the update would cost if
+everything but its GEMMs were free.  Timing: ``bench.speed.common.time_interleaved`` on the thread's CPU clock
+(median of 5 interleaved blocks).  Also printed: the profiler's top operators by self CPU time, so what the update
+spends beyond its GEMMs is named.
+
+    python -m bench speed gemm-floor --hidden-units 256 --batch-size 256 [--json]
+
+The replayed GEMMs use contiguous row-major inputs; where the update multiplies by a transposed view, the BLAS
+call differs only in its transpose flag.  A product inside a fused kernel that the profiler does not show as its
+own operator would be missing from the floor (the floor would be too low, never too high).
+"""
+import argparse
+import json
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from bench.speed import common
+
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+
+#: profiler operator names that are one matrix product each
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "mkldnn::_linear_pointwise",
+            "aten::_mkl_linear", "mkl::_mkl_linear")
+
+
+def gemm_shape(name: str, shapes: List[List[int]]) -> Optional[Tuple[int, int, int]]:
+    """(M, K, N) of one profiled matrix product from its input shapes; None when they are not a plain 2-D
+    product (batched products are flattened into M)."""
+    dims = [s for s in shapes if s]
+    if name in ("aten::mm",) and len(dims) >= 2:
+        (m, k), (_, n) = dims[0][-2:], dims[1][-2:]
+        return m, k, n
+    if name in ("aten::addmm",) and len(dims) >= 3:  # (bias, a, b)
+        (m, k), (_, n) = dims[1][-2:], dims[2][-2:]
+        return m, k, n
+    if name in ("aten::bmm",) and len(dims) >= 2:
+        b, m, k = dims[0]
+        return b * m, k, dims[1][-1]
+    if name in ("aten::baddbmm",) and len(dims) >= 3:
+        b, m, k = dims[1]
+        return b * m, k, dims[2][-1]
+    if "linear" in name and len(dims) >= 2:  # (input [.., K], weight [N, K])
+        x, w = dims[0], dims[1]
+        return int(np.prod(x[:-1])), x[-1], w[0]
+    return None
+
+
+def profile_update(update, updates: int) -> Tuple[Counter, List[Tuple[str, float, int]], float]:
+    """(Counter of (M, K, N) per update, top operators by self CPU ms per update, profiled update ms)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    t0 = time.thread_time()
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(updates):
+            update()
+    ms = (time.thread_time() - t0) / updates * 1000
+    shapes: Counter = Counter()
+    for event in prof.events():
+        if event.name in GEMM_OPS:
+            got = gemm_shape(event.name, [list(s) for s in event.input_shapes])
+            if got is not None:
+                shapes[got] += 1
+    per_update = Counter({k: v / updates for k, v in shapes.items()})
+    top = sorted(((e.key, e.self_cpu_time_total / 1000 / updates, e.count // updates)
+                  for e in prof.key_averages()), key=lambda r: -r[1])[:15]
+    return per_update, top, ms
+
+
+def gemm_replay(shapes: Counter):
+    """One call: every (M, K, N) product of one update, as many times as the update runs it, via ``torch.mm``."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    calls = []
+    for (m, k, n), count in sorted(shapes.items()):
+        a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
+        out = torch.empty(m, n)
+        calls += [(a, b, out)] * int(round(count))
+
+    def step() -> None:
+        for a, b, out in calls:
+            torch.mm(a, b, out=out)
+
+    return step
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
+    p = argparse.ArgumentParser(prog="python -m bench speed gemm-floor", description=__doc__.split("\n\n")[0])
+    p.add_argument("--hidden-units", type=int, default=256)
+    p.add_argument("--num-layers", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rows", type=int, default=20000)
+    p.add_argument("--warmup", type=int, default=60, help="untimed updates first (compile, kernel chooser)")
+    p.add_argument("--profiled", type=int, default=5)
+    p.add_argument("--updates", type=int, default=300, help="timed updates and GEMM replays (5 blocks)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    import logging
+
+    import torch
+    from mlagents_envs.logging_util import set_log_level
+
+    set_log_level(logging.WARNING)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    sizes = {"hidden_units": args.hidden_units, "num_layers": args.num_layers, "batch_size": args.batch_size}
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer, spec = common.make_trainer("fast_sac", tmp, sizes=sizes)
+        common.fill(trainer, spec, args.rows, np.random.default_rng(0))
+        for _ in range(args.warmup):
+            trainer.update_once()
+        head = trainer.optimizer.head
+        onednn = bool(head.matmul_kernels.use_onednn)
+        shapes, top, profiled_ms = profile_update(trainer.update_once, args.profiled)
+        previous = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("medium" if onednn else previous)
+        try:
+            replay = gemm_replay(shapes)
+            ms = common.time_interleaved({"update": trainer.update_once, "gemm_floor": replay}, args.updates,
+                                         warmup=5, clock=time.thread_time)
+        finally:
+            torch.set_float32_matmul_precision(previous)
+    flops = sum(2 * m * k * n * c for (m, k, n), c in shapes.items())
+    out = {
+        "sizes": sizes, "threads": args.threads, "observations": 8, "actions": 2, "onednn_matmul": onednn,
+        "update_ms": round(ms["update"], 3), "gemm_floor_ms": round(ms["gemm_floor"], 3),
+        "update_over_floor": round(ms["update"] / ms["gemm_floor"], 2),
+        "gemm_gflop_per_update": round(flops / 1e9, 4),
+        "floor_gflops": round(flops / 1e9 / (ms["gemm_floor"] / 1000), 1),
+        "gemms_per_update": round(sum(shapes.values()), 1),
+        "shapes": [[m, k, n, round(c, 2)] for (m, k, n), c in sorted(shapes.items())],
+        "profiled_update_ms": round(profiled_ms, 3),
+        "top_ops_self_ms": [[name, round(t, 3), count] for name, t, count in top],
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        for key in ("sizes", "threads", "onednn_matmul", "update_ms", "gemm_floor_ms", "update_over_floor",
+                    "gemm_gflop_per_update", "floor_gflops", "gemms_per_update", "profiled_update_ms"):
+            print(f"{key:24s} {out[key]}")
+        print("GEMM shapes (M, K, N, per update):", out["shapes"])
+        print("top operators by self CPU ms per update (profiled, so inflated):")
+        for name, t, count in out["top_ops_self_ms"]:
+            print(f"  {t:8.3f} ms  {count:5d}x  {name}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
