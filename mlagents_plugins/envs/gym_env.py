@@ -27,7 +27,7 @@ import numpy as np
 
 from mlagents_envs.base_env import ActionSpec, ActionTuple, ObservationSpec
 
-from mlagents_plugins.envs.scenes.base import Scene, SceneStep, vector_observation
+from mlagents_plugins.envs.scenes.base import Scene, SceneStep, clip_unit, vector_observation
 
 GYM_EXTRA = "gym"
 INSTALL_HINT = f"pip install 'mlagents-plugins[{GYM_EXTRA}]'"
@@ -74,11 +74,12 @@ class ActionScaler:
         if np.any(high < low):
             raise ValueError(f"gym env {env_id!r}: action bound high < low ({high.tolist()} < {low.tolist()})")
         self.low, self.high = low, high
+        self._span = high - low
 
     def to_task(self, action: np.ndarray) -> np.ndarray:
         """[-1, 1] (clipped; NaN -> 0) -> the task's bounds, rows = agents."""
-        a = np.clip(np.nan_to_num(np.asarray(action, dtype=np.float64)), -1.0, 1.0)
-        return self.low + (a + 1.0) * 0.5 * (self.high - self.low)
+        a = clip_unit(action)
+        return self.low + (a + 1.0) * 0.5 * self._span
 
 
 def _make(gym, env_id: str, max_episode_steps: Optional[int], make_kwargs: Dict[str, Any]):

@@ -343,3 +343,19 @@ def test_reach_continuous_targets_keep_the_start_distance():
         assert (dist[fresh] >= _min_distance(scene.difficulty[fresh]) - 1e-9).all()
         assert (np.abs(scene.target) <= 1.0).all()
         scene.step(scene.heuristic())
+
+
+def test_clip_unit_is_nan_to_num_then_clip_and_leaves_its_input_alone():
+    from mlagents_plugins.envs.scenes.base import clip_unit
+
+    rows = [np.array([[0.25, -3.0, 1.5, -0.0, 0.999, -1.0]], np.float32),
+            np.array([[np.nan, np.inf, -np.inf, 0.5, -2.0, 7.0], [0.1, -0.2, 0.3, -0.4, 1.0, 2.0]], np.float64)]
+    for values in rows:
+        before = values.copy()
+        got = clip_unit(values)
+        want = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64)), -1.0, 1.0)
+        assert got.dtype == np.float64 and got.shape == values.shape
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want))  # -0.0 stays -0.0
+        np.testing.assert_array_equal(values, before)
+        assert not np.shares_memory(got, values)
