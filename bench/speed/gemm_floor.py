@@ -6,8 +6,9 @@ observations, 2 actions), its buffer filled through its own ``_process_trajector
 (``torch.compile`` and the matmul kernel chooser settled), ``torch.profiler`` records ``--profiled`` updates with
 their operators' input shapes.  The floor is every matrix product those updates ran (``aten::mm``, ``addmm``,
 ``bmm``, ``_mkl_linear``/``mkldnn`` linear variants: the shapes and count per update), replayed as ``torch.mm`` on
-contiguous inputs of the same shapes, with the update's fp32 matmul precision; it is what the update would cost if
-everything but its GEMMs were free.  Timing: ``bench.speed.common.time_interleaved`` on the thread's CPU clock
+contiguous inputs of the same shapes (each call its own tensors, so no operand stays in cache), with the update's fp32 matmul precision; it is what the update would cost if
+everything but its GEMMs were free.  The update is also timed in its two parts: ``sample_batch`` (replay rows to
+an ``SACBatch``) and the optimizer's step on one fixed batch.  Timing: ``bench.speed.common.time_interleaved`` on the thread's CPU clock
 (median of 5 interleaved blocks).  Also printed: the profiler's top operators by self CPU time, so what the update
 spends beyond its GEMMs is named.
 
@@ -75,9 +76,31 @@ def profile_update(update, updates: int) -> Tuple[Counter, List[Tuple[str, float
             if got is not None:
                 shapes[got] += 1
     per_update = Counter({k: v / updates for k, v in shapes.items()})
+    averages = list(prof.key_averages())
     top = sorted(((e.key, e.self_cpu_time_total / 1000 / updates, e.count // updates)
-                  for e in prof.key_averages()), key=lambda r: -r[1])[:15]
-    return per_update, top, ms
+                  for e in averages), key=lambda r: -r[1])[:15]
+    return per_update, top, ms, op_shares(averages)
+
+
+def op_kind(name: str) -> str:
+    """``gemm``, ``layer_norm`` (an Inductor kernel that fuses a layer norm), ``inductor_kernel`` (its other
+    generated kernels, named only with ``--kernel-names``), or ``other`` (the compiled graph's own code, the
+    optimizer outside it, sampling, ...)."""
+    if name in GEMM_OPS:
+        return "gemm"
+    if "cpp_fused" in name:
+        return "layer_norm" if "layer_norm" in name else "inductor_kernel"
+    return "other"
+
+
+def op_shares(averages) -> Dict[str, float]:
+    """Share of the profiled self time per ``op_kind`` (profiler times are wall times of the thread: on a loaded
+    machine read the shares, not the milliseconds)."""
+    totals: Dict[str, float] = {}
+    for e in averages:
+        totals[op_kind(e.key)] = totals.get(op_kind(e.key), 0.0) + e.self_cpu_time_total
+    whole = sum(totals.values()) or 1.0
+    return {k: round(v / whole, 3) for k, v in sorted(totals.items())}
 
 
 def gemm_replay(shapes: Counter):
@@ -87,9 +110,8 @@ def gemm_replay(shapes: Counter):
     gen = torch.Generator().manual_seed(0)
     calls = []
     for (m, k, n), count in sorted(shapes.items()):
-        a, b = torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen)
-        out = torch.empty(m, n)
-        calls += [(a, b, out)] * int(round(count))
+        for _ in range(int(round(count))):  # tensors of their own, as the update's: no operand stays hot in cache
+            calls.append((torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen), torch.empty(m, n)))
 
     def step() -> None:
         for a, b, out in calls:
@@ -108,8 +130,15 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--warmup", type=int, default=60, help="untimed updates first (compile, kernel chooser)")
     p.add_argument("--profiled", type=int, default=5)
     p.add_argument("--updates", type=int, default=300, help="timed updates and GEMM replays (5 blocks)")
+    p.add_argument("--kernel-names", action="store_true",
+                   help="Inductor records each generated kernel by name (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1; "
+                        "its own compile cache entries), so the profile splits the compiled graph's time")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    if args.kernel_names:
+        import os
+
+        os.environ["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"  # read when torch._inductor's config loads
     import logging
 
     import torch
@@ -126,31 +155,35 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             trainer.update_once()
         head = trainer.optimizer.head
         onednn = bool(head.matmul_kernels.use_onednn)
-        shapes, top, profiled_ms = profile_update(trainer.update_once, args.profiled)
+        shapes, top, profiled_ms, shares = profile_update(trainer.update_once, args.profiled)
         previous = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("medium" if onednn else previous)
         try:
             replay = gemm_replay(shapes)
-            ms = common.time_interleaved({"update": trainer.update_once, "gemm_floor": replay}, args.updates,
-                                         warmup=5, clock=time.thread_time)
+            batch = trainer.sample_batch()
+            ms = common.time_interleaved({"update": trainer.update_once, "sample": trainer.sample_batch,
+                                          "step": lambda: trainer.optimizer.update(batch), "gemm_floor": replay},
+                                         args.updates, warmup=5, clock=time.thread_time)
         finally:
             torch.set_float32_matmul_precision(previous)
     flops = sum(2 * m * k * n * c for (m, k, n), c in shapes.items())
     out = {
         "sizes": sizes, "threads": args.threads, "observations": 8, "actions": 2, "onednn_matmul": onednn,
-        "update_ms": round(ms["update"], 3), "gemm_floor_ms": round(ms["gemm_floor"], 3),
+        "update_ms": round(ms["update"], 3), "sample_batch_ms": round(ms["sample"], 3),
+        "optimizer_step_ms": round(ms["step"], 3), "gemm_floor_ms": round(ms["gemm_floor"], 3),
         "update_over_floor": round(ms["update"] / ms["gemm_floor"], 2),
         "gemm_gflop_per_update": round(flops / 1e9, 4),
         "floor_gflops": round(flops / 1e9 / (ms["gemm_floor"] / 1000), 1),
         "gemms_per_update": round(sum(shapes.values()), 1),
         "shapes": [[m, k, n, round(c, 2)] for (m, k, n), c in sorted(shapes.items())],
-        "profiled_update_ms": round(profiled_ms, 3),
+        "profiled_update_ms": round(profiled_ms, 3), "profiled_self_time_shares": shares,
         "top_ops_self_ms": [[name, round(t, 3), count] for name, t, count in top],
     }
     if args.json:
         print(json.dumps(out))
     else:
-        for key in ("sizes", "threads", "onednn_matmul", "update_ms", "gemm_floor_ms", "update_over_floor",
+        for key in ("sizes", "threads", "onednn_matmul", "update_ms", "sample_batch_ms", "optimizer_step_ms",
+                    "gemm_floor_ms", "update_over_floor", "profiled_self_time_shares",
                     "gemm_gflop_per_update", "floor_gflops", "gemms_per_update", "profiled_update_ms"):
             print(f"{key:24s} {out[key]}")
         print("GEMM shapes (M, K, N, per update):", out["shapes"])
