@@ -155,7 +155,7 @@ def checkpoint_onnx(model_dir: str, behavior: str) -> List[Tuple[int, str]]:
 #: the processes of a run's tree, as ``cpu_by_process`` names them: the root process (``mlagents-learn``, the trainer;
 #: an SB3 peer's whole run), ML-Agents' environment worker (a child of the trainer running the trainer's own program:
 #: multiprocessing forks it), the stand-in build (``mlagents_plugins.envs.standin``, the worker's child), Inductor's
-#: compile workers, anything else; ``unseen`` is the tree's CPU (``os.wait4``) less the CPU last seen of all of them:
+#: compile workers and library-load probes (``python -c ... cdll.LoadLibrary(".../torchinductor_...")``), anything else; ``unseen`` is the tree's CPU (``os.wait4``) less the CPU last seen of all of them:
 #: what processes used between the last poll and their exit, and processes that lived shorter than one poll (the C++
 #: compiler Inductor runs).
 PROCESS_ROLES = ("trainer", "env_worker", "build", "compile", "other", "unseen")
@@ -179,8 +179,8 @@ def process_role(pid: int, root: int, parent: int, cmdline: str, root_cmdline: s
         return "trainer"
     if "mlagents_plugins.envs.standin" in cmdline:
         return "build"
-    if "torch._inductor" in cmdline or "compile_worker" in cmdline:
-        return "compile"
+    if "torch._inductor" in cmdline or "compile_worker" in cmdline or "torchinductor" in cmdline:
+        return "compile"  # Inductor's compile workers and its probe that loads a compiled library in a child
     if parent == root and (cmdline == root_cmdline or "multiprocessing" in cmdline):
         return "env_worker"
     return "other"

@@ -184,6 +184,8 @@ def test_process_roles_name_the_trainer_its_worker_the_build_and_compile_workers
     assert bench_gym.process_role(12, 10, 11, "python -m mlagents_plugins.envs.standin --gym-env X", root_cmd) \
         == "build"
     assert bench_gym.process_role(13, 10, 10, "python -m torch._inductor.compile_worker", root_cmd) == "compile"
+    probe = 'python -c import sys\nfrom ctypes import cdll\ncdll.LoadLibrary("/tmp/torchinductor_root/73/c73e.so")'
+    assert bench_gym.process_role(16, 10, 10, probe, root_cmd) == "compile"
     assert bench_gym.process_role(14, 10, 10, "gcc -O3 x.cpp", root_cmd) == "other"
     assert bench_gym.process_role(15, 10, 11, root_cmd, root_cmd) == "other"  # same program, not the trainer's child
 
