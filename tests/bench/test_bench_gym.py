@@ -222,3 +222,24 @@ def test_process_rows_give_cpu_per_1k_steps_and_share_per_role():
     assert lines[-2] == ("| fast_sac | HalfCheetah-v5 | 0 | 2000 | 10.00 | 7.00 (70%) | 1.50 (15%) | 1.00 (10%) | "
                          "0.25 (2%) | 0.00 (0%) | 0.25 (2%) |")
     assert bench_gym.process_rows([old]) == []
+
+
+def test_gym_split_config_and_table_per_1k_steps():
+    from bench.profiling import COLUMNS, gym_split
+
+    config = gym_split.run_config("fast_sac", "HalfCheetah-v5", 3000, 2500, 500, {"batch_size": 64})
+    (behavior, cfg), = config["behaviors"].items()
+    assert behavior == "HalfCheetah" and cfg["trainer_type"] == "fast_sac"
+    assert (cfg["max_steps"], cfg["summary_freq"], cfg["keep_checkpoints"]) == (3000, 500, 1)
+    assert cfg["checkpoint_interval"] > cfg["max_steps"]  # one checkpoint, at the end
+    assert cfg["hyperparameters"]["buffer_init_steps"] == 2500 and cfg["hyperparameters"]["batch_size"] == 64
+    phases = {c: 0.0 for c in COLUMNS}
+    phases.update(env=4.0, host=1.0, inference=0.5, update=10.0, startup=2.5)
+    record = {"agents": 1, "note": "x", "steps": 2000, "cpu_s": 20.0, "phases": phases,
+              "cpu_by_process": {"trainer": 14.0, "env_worker": 2.0, "build": 2.0, "compile": 1.0, "other": 0.5,
+                                 "unseen": 0.5}}
+    lines = gym_split.table([record, {"agents": 8, "note": "y", "error": "RuntimeError: boom"}])
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[:11] == ["1", "x", "2000", "100.0", "10.00", "7.00", "1.00", "1.00", "0.50", "0.25", "0.25"]
+    assert cells[11] == "2.00" and cells[-1] == "2.75"  # env, and env + host + inference + intake + stats
+    assert "error: RuntimeError: boom" in lines[3]
