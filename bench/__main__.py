@@ -18,7 +18,7 @@ COMMANDS: Tuple[Tuple[str, str, str, str], ...] = (
      "(make bench-defaults)"),
     ("speed", "bench.speed", "main",
      "update speed against minimal loops and built-ins, mlagents-learn env steps/s, protobuf stacks, replay "
-     "save/load (modes: all, update, learn, proto, camera, gpu)"),
+     "save/load (modes: all, update, learn, proto, camera, gpu, gemm-floor)"),
     ("profile", "bench.profiling", "main",
      "CPU seconds per 1k env steps of a whole mlagents-learn run by phase, every trainer against sac and "
      "the no-network floor (make bench-profile)"),
@@ -31,6 +31,9 @@ COMMANDS: Tuple[Tuple[str, str, str, str], ...] = (
      "gradient comes from, after an in-process run on a reach_continuous scene"),
     ("holding", "bench.holding", "main",
      "long in-process runs per seed: does a trainer hold what it learns (steps to threshold, best, final, dips)"),
+    ("gym-split", "bench.profiling.gym_split", "main",
+     "where a Gymnasium run's CPU goes: by process (trainer, environment worker, build) and the trainer by phase, "
+     "one profiled mlagents-learn run per agent count"),
     ("gym", "bench.gym", "main",
      "our trainers and built-in sac on Gymnasium MuJoCo tasks through mlagents-learn, SB3 SAC and CrossQ beside "
      "them, evaluation of each checkpoint ONNX, the published anchors (needs requirements/bench-gym.txt)"),

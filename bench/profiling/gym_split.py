@@ -8,7 +8,7 @@ phase sampler) and timed as ``python -m bench gym`` times it (``bench.gym.run_ch
 its split by process).  Each run's record (phases in CPU s, ``cpu_by_process``, the most sampled stacks of the
 non-update phases) is appended to ``--out``; a table of CPU seconds per 1000 env steps is printed.
 
-    python -m bench.profiling.gym_split --trainer fast_sac --task HalfCheetah-v5 --agents 1 8 --steps 6000 \\
+    python -m bench gym-split --trainer fast_sac --task HalfCheetah-v5 --agents 1 8 --steps 6000 \\
         --buffer-init-steps 1000 --out /tmp/split.jsonl
 
 The torch.compile cache is the user's own (as a second run on a machine finds it); the compile column says what
@@ -108,7 +108,7 @@ def table(records: List[Dict[str, Any]]) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.profiling.gym_split", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench gym-split", description=__doc__.split("\n\n")[0])
     p.add_argument("--trainer", default="fast_sac", choices=bench_gym.ML_TRAINERS)
     p.add_argument("--task", default="HalfCheetah-v5")
     p.add_argument("--agents", type=int, nargs="+", default=[1, 8], help="task copies, one agent each")
@@ -149,6 +149,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     print("\n".join(table(records)))
     return 1 if any(r.get("error") for r in records) else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

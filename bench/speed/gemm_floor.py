@@ -20,7 +20,6 @@ own operator would be missing from the floor (the floor would be too low, never 
 """
 import argparse
 import json
-import sys
 import tempfile
 import time
 import warnings
@@ -192,7 +191,3 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             print(f"  {t:8.3f} ms  {count:5d}x  {name}")
     return out
 
-
-if __name__ == "__main__":
-    main()
-    sys.exit(0)
