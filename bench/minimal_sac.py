@@ -30,6 +30,7 @@ SETTINGS = dict(
     per_epsilon="no work: prioritized_replay false",
     random_shift_pad="no work: vector observations only (shifts apply to camera frames)",
     critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
+    critic_warmup_updates="the first updates train the critics alone",
 )
 
 
@@ -56,6 +57,7 @@ class MinimalSAC:
         self.adam = torch.optim.Adam([{"params": actor}, {"params": list(self.q.parameters())},
                                      {"params": [self.log_alpha]}], lr=hp.learning_rate, foreach=True)
         self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed))
+        self.warmup_left = hp.critic_warmup_updates  # updates still to train the critics alone
         self.discounts = self.gamma ** np.arange(self.n_step, dtype=np.float32)
 
     def actor(self, obs: torch.Tensor):
@@ -87,7 +89,8 @@ class MinimalSAC:
         pi_loss = (alpha * logp - q_pi).mean()
         alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
         self.adam.zero_grad(set_to_none=True)
-        (q_loss + pi_loss + alpha_loss).backward()
+        (q_loss if self.warmup_left > 0 else q_loss + pi_loss + alpha_loss).backward()
+        self.warmup_left -= 1
         self.adam.step()
         polyak_(self.q, self.q_target, self.tau)
 
