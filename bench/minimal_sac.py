@@ -31,15 +31,16 @@ SETTINGS = dict(
     random_shift_pad="no work: vector observations only (shifts apply to camera frames)",
     critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
     critic_warmup_updates="the first updates train the critics alone",
+    critic_neutral_init="checked: false (ML-Agents' initialization of the critics' action inputs)",
 )
 
 
 class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init:
+        if hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init or hp.critic_neutral_init:
             raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective and "
-                             "critic_small_init: false only")
+                             "critic_small_init and critic_neutral_init: false only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma

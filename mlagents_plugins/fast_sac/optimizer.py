@@ -47,6 +47,7 @@ class FastSACOptimizer(TorchOptimizer):
             device=self.device,
             small_critic_init=bool(hp.critic_small_init),
             critic_warmup_updates=hp.critic_warmup_updates,
+            neutral_critic_init=bool(hp.critic_neutral_init),
         )
         self._normalize = policy.network_settings.normalize
 

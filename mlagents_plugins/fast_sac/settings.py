@@ -33,6 +33,11 @@ class FastSACSettings(SACHeadSettings):
     # (TD3's and CrossQ's policy delay, applied to the first updates only).  0 = off.
     # (bench/results/tiny-defaults-2026-11-28, docs/fast_sac.md "Critic warm-up").
     critic_warmup_updates: int = attr.ib(default=0, validator=non_negative_int)
+    # Both critics start indifferent between actions: the first layer's weights on the continuous action inputs are 0
+    # and every discrete branch's output rows start equal, so a fresh critic has no random slope or preference in the
+    # actions, while its output scale and observation features keep ML-Agents' initialization (unlike
+    # critic_small_init).  (bench/results/tiny-defaults-2026-11-28).
+    critic_neutral_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""

@@ -80,6 +80,8 @@ class SACHead:
         ``SACLosses``, eagerly, so the actor and the temperatures get no gradient and Adam leaves them (and their
         moments) as they were; 0: none (muzero_repr).  Counted by the critics' Adam steps, which the checkpoint
         keeps, so ``--resume`` continues the count.
+    :param neutral_critic_init: the critics start indifferent between actions (``TwinQ``'s ``action_neutral_init``;
+        fast_sac's ``critic_neutral_init``); off: ML-Agents' initialization (muzero_repr).
     """
 
     def __init__(
@@ -98,6 +100,7 @@ class SACHead:
         extra_params: Optional[List[nn.Parameter]] = None,
         small_critic_init: bool = False,
         critic_warmup_updates: int = 0,
+        neutral_critic_init: bool = False,
     ):
         self.hyperparameters = hp
         self.action_spec = action_spec
@@ -110,6 +113,7 @@ class SACHead:
             action_spec,
             layer_norm=hp.critics_layer_normed(len(self.branches)),
             small_output_init=small_critic_init,
+            action_neutral_init=neutral_critic_init,
         ).to(device)
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
         self.q_target = self.q_net.make_target().to(device)
