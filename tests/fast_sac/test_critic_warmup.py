@@ -56,8 +56,9 @@ def test_the_count_continues_from_the_critics_adam_state(tmp_path):
 
 
 def test_setting_default_reaches_the_head_and_bad_values_are_refused(tmp_path):
-    default = FastSACSettings().critic_warmup_updates
-    assert filled_trainer(tmp_path, cont=2).optimizer.head.critic_warmup_updates == default
+    assert FastSACSettings().critic_warmup_updates == 0  # off by default (no candidate passed, the study)
+    head = filled_trainer(tmp_path, cont=2).optimizer.head
+    assert head.critic_warmup_updates == 0 and not head.warming_up()
     for bad in (-1, 2.5, True, "ten"):
         with pytest.raises(TrainerConfigError, match=f"critic_warmup_updates = {bad!r} is invalid.*integer >= 0"):
             FastSACSettings(critic_warmup_updates=bad)

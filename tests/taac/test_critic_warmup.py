@@ -47,7 +47,29 @@ def test_resumed_count_ends_the_warmup(tmp_path):
 
 
 def test_default_and_refusals():
-    assert TaacSettings().critic_warmup_updates == TaacSettings.__attrs_attrs__.critic_warmup_updates.default
+    assert TaacSettings().critic_warmup_updates == 0  # off by default (no candidate passed, the study)
     for bad in (-3, 1.5, False, "many"):
         with pytest.raises(TrainerConfigError, match=f"critic_warmup_updates = {bad!r} is invalid.*integer >= 0"):
             TaacSettings(critic_warmup_updates=bad)
+
+
+def test_critic_neutral_init_removes_the_slope_in_tau_only(tmp_path):
+    """``critic_neutral_init``: every critic's first-layer weights on tau start at 0, so a fresh Q(s, tau) does not
+    depend on tau but still on the observation, at ML-Agents' output scale; online and target critics alike."""
+    g = torch.Generator().manual_seed(1)
+    obs = [torch.randn(6, 4, generator=g) * 2.0]
+    tau_a, tau_b = torch.rand(6, 2, generator=g) * 1.8 - 0.9, torch.rand(6, 2, generator=g) * 1.8 - 0.9
+    torch.manual_seed(5)
+    _, neutral = _optimizer(tmp_path / "n", critic_neutral_init=True)
+    torch.manual_seed(5)
+    _, default = _optimizer(tmp_path / "d")
+    with torch.no_grad():
+        for critic in (neutral.q_net, neutral.q_target):
+            assert torch.equal(critic(obs, tau_a), critic(obs, tau_b))
+        q = neutral.q_net(obs, tau_a)
+        d_a, d_b = default.q_net(obs, tau_a), default.q_net(obs, tau_b)
+    assert (d_a - d_b).abs().max() > 1e-3  # ML-Agents' initialization has a slope in tau
+    assert q.std(dim=1).min() > 1e-3 and q.abs().mean() > 0.2 * d_a.abs().mean()
+    assert TaacSettings().critic_neutral_init is False
+    with pytest.raises(TrainerConfigError, match="critic_neutral_init = 'yes' is invalid"):
+        TaacSettings(critic_neutral_init="yes")
