@@ -27,7 +27,9 @@ from bench.minimal_nets import RowStore, frozen_copy, polyak_, swish_mlp, t, tan
 from bench.minimal_sac import SETTINGS as SAC_SETTINGS
 
 SETTINGS = dict(
-    {name: meaning for name, meaning in SAC_SETTINGS.items() if name != "critic_small_init"},  # fast_sac's own
+    # critic_small_init, critic_warmup_updates and critic_neutral_init are fast_sac's own
+    {name: meaning for name, meaning in SAC_SETTINGS.items()
+     if name not in ("critic_small_init", "critic_warmup_updates", "critic_neutral_init")},
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions, as fast_sac)",
     latent_size="latent width", model_hidden_units="g/f width", model_num_layers="g/f depth",
     num_unroll_steps="K", td_steps="n", recurrent_gradient_scaling_factor="gradient scale into g",

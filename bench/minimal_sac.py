@@ -30,15 +30,17 @@ SETTINGS = dict(
     per_epsilon="no work: prioritized_replay false",
     random_shift_pad="no work: vector observations only (shifts apply to camera frames)",
     critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
+    critic_warmup_updates="the first updates train the critics alone",
+    critic_neutral_init="checked: false (ML-Agents' initialization of the critics' action inputs)",
 )
 
 
 class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init:
+        if hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init or hp.critic_neutral_init:
             raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective and "
-                             "critic_small_init: false only")
+                             "critic_small_init and critic_neutral_init: false only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
@@ -56,6 +58,7 @@ class MinimalSAC:
         self.adam = torch.optim.Adam([{"params": actor}, {"params": list(self.q.parameters())},
                                      {"params": [self.log_alpha]}], lr=hp.learning_rate, foreach=True)
         self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed))
+        self.warmup_left = hp.critic_warmup_updates  # updates still to train the critics alone
         self.discounts = self.gamma ** np.arange(self.n_step, dtype=np.float32)
 
     def actor(self, obs: torch.Tensor):
@@ -87,7 +90,8 @@ class MinimalSAC:
         pi_loss = (alpha * logp - q_pi).mean()
         alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
         self.adam.zero_grad(set_to_none=True)
-        (q_loss + pi_loss + alpha_loss).backward()
+        (q_loss if self.warmup_left > 0 else q_loss + pi_loss + alpha_loss).backward()
+        self.warmup_left -= 1
         self.adam.step()
         polyak_(self.q, self.q_target, self.tau)
 

@@ -29,6 +29,8 @@ SETTINGS = dict(
     max_repeat_steps="no work: acting only", randomize_first_state_tau="no work: acting only",
     critic_layer_norm="critics' hidden layers normalized (true) or not (false)",
     critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
+    critic_warmup_updates="the first updates train the critics alone",
+    critic_neutral_init="checked: false (ML-Agents' initialization of the critics' action inputs)",
 )
 
 
@@ -52,9 +54,9 @@ class MinimalTAAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
         if (hp.trajectory != "constant" or hp.target_update_period != 1 or hp.b1_advantage_clipping is not None
-                or hp.critic_small_init):
+                or hp.critic_small_init or hp.critic_neutral_init):
             raise ValueError("the minimal TAAC loop covers trajectory: constant, target_update_period: 1, "
-                             "b1_advantage_clipping: null and critic_small_init: false only")
+                             "b1_advantage_clipping: null, critic_small_init and critic_neutral_init: false only")
         self.hp = hp
         self.L = hp.mini_batch_length
         self.n_seq = int(math.ceil(hp.batch_size / self.L))
@@ -75,6 +77,7 @@ class MinimalTAAC:
         self.target_entropy_a = -hp.action_target_entropy_scale * act_size
         self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed), extra=(("tau_prev", act_size),))
         self.store.switch = self.store.rng.random(rows) < 0.3
+        self.warmup_left = hp.critic_warmup_updates  # updates still to train the critics alone
 
     def propose(self, obs: torch.Tensor, tau_prev: torch.Tensor):
         e = self.body(torch.cat([obs, tau_prev], 1))
@@ -117,10 +120,12 @@ class MinimalTAAC:
         critic_loss = sum(0.5 * (((q(xq).squeeze(1) - g) ** 2) * valid).sum() / n_valid for q in self.critics)
         temperature_loss = (self.log_alpha_a * (((-log_pi.detach() - self.target_entropy_a) * valid).sum() / n_valid)
                             + self.log_alpha_b * (((entropy_b - hp.switch_target_entropy) * valid).sum() / n_valid))
-        for opt in self.opts:
+        opts = self.opts[1:2] if self.warmup_left > 0 else self.opts  # the critics' optimizer alone while warming up
+        for opt in opts:
             opt.zero_grad()
-        (critic_loss + actor_loss + temperature_loss).backward()
-        for opt in self.opts:
+        (critic_loss if self.warmup_left > 0 else critic_loss + actor_loss + temperature_loss).backward()
+        self.warmup_left -= 1
+        for opt in opts:
             opt.step()
         polyak_(self.critics, self.targets, hp.target_update_tau)
 

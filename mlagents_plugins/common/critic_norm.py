@@ -1,6 +1,6 @@
 """Layer normalization in critics' hidden layers (``critic_layer_norm`` of fast_sac, muzero_repr's SAC head and taac),
-and the small initialization of critics' output layers (``critic_small_init``:
-``init_outputs_small_``).
+the small initialization of critics' output layers (``critic_small_init``: ``init_outputs_small_``) and the
+action-neutral initialization (``critic_neutral_init``: ``init_action_neutral_``).
 
 Layer normalization (Ba et al. 2016) without learned scale or shift after each hidden linear layer of a critic's
 ``NetworkBody`` (before its activation), as in DroQ (Hiraoka et al. 2022) and RLPD (Ball et al. 2023); the SAC
@@ -8,7 +8,7 @@ and TAAC papers have none.  It adds no parameters, so ``state_dict`` keys and Ad
 checkpoint of either kind loads into the same module.  Whether it is on is saved with the weights (extra state);
 a checkpoint written without that entry was trained without it, so loading one switches it off, with a warning.
 """
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Sequence
 
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.torch_entities.layers import LinearEncoder
@@ -31,6 +31,27 @@ def init_outputs_small_(value_networks: Iterable[nn.Module]) -> None:
         for q in value_networks:
             for p in q.value_heads.parameters():
                 p.uniform_(-SMALL_OUTPUT_INIT, SMALL_OUTPUT_INIT)
+
+
+def init_action_neutral_(value_networks: Iterable[nn.Module], act_size: int, branches: Sequence[int] = ()) -> None:
+    """Start each ML-Agents ``ValueNetwork`` indifferent between actions, in place (``critic_neutral_init``): the
+    weights of the first linear layer of its body on the ``act_size`` action inputs (the last columns: ML-Agents
+    appends the actions to the observation encoding) are set to 0, and the output rows of every discrete branch
+    (``branches``: sizes, in order, of each value head's outputs) are set equal to the branch's first row.  So a
+    fresh critic's Q does not depend on the action, while everything else keeps ML-Agents' initialization (unlike
+    ``init_outputs_small_``, the output scale and the observation features are unchanged).  The zeroed weights still
+    get gradients (``action x error``), so the slopes are learned from the data."""
+    with torch.no_grad():
+        for q in value_networks:
+            if act_size:
+                first = next(m for m in q.network_body._body_endoder.modules() if isinstance(m, nn.Linear))
+                first.weight[:, first.in_features - act_size:] = 0.0
+            start = 0
+            for size in branches:
+                for head in q.value_heads.value_heads.values():
+                    head.weight[start + 1:start + size] = head.weight[start]
+                    head.bias[start + 1:start + size] = head.bias[start]
+                start += size
 
 
 class NormedSequential(nn.Sequential):

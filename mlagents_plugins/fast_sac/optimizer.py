@@ -46,6 +46,8 @@ class FastSACOptimizer(TorchOptimizer):
             max_steps=trainer_settings.max_steps,
             device=self.device,
             small_critic_init=bool(hp.critic_small_init),
+            critic_warmup_updates=hp.critic_warmup_updates,
+            neutral_critic_init=bool(hp.critic_neutral_init),
         )
         self._normalize = policy.network_settings.normalize
 

@@ -6,7 +6,7 @@ import attr
 
 from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.image_augment import automatic_shift_pad
-from mlagents_plugins.common.validators import optional_non_negative_int, strict_bool
+from mlagents_plugins.common.validators import non_negative_int, optional_non_negative_int, strict_bool
 from mlagents_plugins.sac.settings import SACHeadSettings
 
 
@@ -27,6 +27,17 @@ class FastSACSettings(SACHeadSettings):
     # (finals 0.99 / 0.75 / 0.75 against 0.23 / -0.03 / 0.48) but the entity task fell from 3/3 to 0/3
     # (bench/results/tiny-fixes-2026-11-28).
     critic_small_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
+    # The first this many gradient updates train the critics alone: the actor and the temperatures stay as
+    # initialized, so the policy keeps acting broadly while the critics learn from what it does, instead of
+    # following the fresh critics' random slopes into a saturated action before any reward has shaped them
+    # (TD3's and CrossQ's policy delay, applied to the first updates only).  0 = off.
+    # (bench/results/tiny-defaults-2026-11-28, docs/fast_sac.md "Critic warm-up").
+    critic_warmup_updates: int = attr.ib(default=0, validator=non_negative_int)
+    # Both critics start indifferent between actions: the first layer's weights on the continuous action inputs are 0
+    # and every discrete branch's output rows start equal, so a fresh critic has no random slope or preference in the
+    # actions, while its output scale and observation features keep ML-Agents' initialization (unlike
+    # critic_small_init).  (bench/results/tiny-defaults-2026-11-28).
+    critic_neutral_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""

@@ -44,6 +44,7 @@ STAT_CONT_ENTCOEF = "Policy/Continuous Entropy Coeff"
 STAT_DISC_ENTCOEF = "Policy/Discrete Entropy Coeff"
 STAT_LR = "Policy/Learning Rate"
 STAT_Q_MEAN = "Policy/Q Mean"
+STAT_CRITIC_WARMUP = "Policy/Critic Warm-up"  # 1 while the updates train the critics alone (critic_warmup_updates)
 STAT_ENTROPY = "Policy/Entropy"
 # Early warnings of a critic that drifts away from what the policy earns (issue #14, docs/fast_sac.md).
 STAT_BRANCH_ENTROPY = "Policy/Entropy Branch {}"  # per discrete branch, in nats
@@ -74,6 +75,13 @@ class SACHead:
         chosen first.
     :param small_critic_init: the critics' output layers start small (``TwinQ``'s ``small_output_init``; fast_sac's
         ``critic_small_init``); off: ML-Agents' initialization (muzero_repr).
+    :param critic_warmup_updates: the first this many updates train the critics alone (fast_sac's
+        ``critic_warmup_updates``): their step differentiates only ``q1_loss + q2_loss`` of ``loss_fn``'s
+        ``SACLosses``, eagerly, so the actor and the temperatures get no gradient and Adam leaves them (and their
+        moments) as they were; 0: none (muzero_repr).  Counted by the critics' Adam steps, which the checkpoint
+        keeps, so ``--resume`` continues the count.
+    :param neutral_critic_init: the critics start indifferent between actions (``TwinQ``'s ``action_neutral_init``;
+        fast_sac's ``critic_neutral_init``); off: ML-Agents' initialization (muzero_repr).
     """
 
     def __init__(
@@ -91,6 +99,8 @@ class SACHead:
         device: torch.device,
         extra_params: Optional[List[nn.Parameter]] = None,
         small_critic_init: bool = False,
+        critic_warmup_updates: int = 0,
+        neutral_critic_init: bool = False,
     ):
         self.hyperparameters = hp
         self.action_spec = action_spec
@@ -103,6 +113,7 @@ class SACHead:
             action_spec,
             layer_norm=hp.critics_layer_normed(len(self.branches)),
             small_output_init=small_critic_init,
+            action_neutral_init=neutral_critic_init,
         ).to(device)
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
         self.q_target = self.q_net.make_target().to(device)
@@ -127,6 +138,13 @@ class SACHead:
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, max_steps
         )
         self.loss_step = CompiledStep(loss_fn, compile_update, name)
+        # Critic-only steps at the start (TD3's and CrossQ's policy delay, here only for the first updates): the
+        # actor acts with its initial, broad policy while the critics learn from what it does, instead of following
+        # their random initial slopes (bench/results/tiny-defaults-2026-11-28).  Eager: a short phase, not worth a
+        # second compile.
+        self.critic_warmup_updates = int(critic_warmup_updates)
+        self._warming_up = self.critic_warmup_updates > 0
+        self.critic_only_step = CompiledStep(_critic_terms_only(loss_fn), False, name + " (critic warm-up)")
         # The actor loss's critic pass reuses the critic pass's observation encodings (``losses``); same math, one
         # image-encoder pass less per critic and update with continuous actions.  Off only to measure it.
         self.share_critic_encoding = True
@@ -159,13 +177,40 @@ class SACHead:
         """One SAC step on ``batch`` at trainer step ``step`` (the learning rate's schedule): one backward of
         critic + actor + temperature losses, one Adam step, one Polyak update.  Returns the stats (keys above)
         and the step's ``SACLosses`` (``td_abs``: |TD error| [B], for replay priorities)."""
+        warming_up = self.warming_up()
+        loss_step = self.critic_only_step if warming_up else self.loss_step
         with self.matmul_kernels.scope():
             lr = self.decay_learning_rate.get_value(step)
-            _, out = self.loss_step.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
+            _, out = loss_step.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
             polyak_update_(self.q_params, self.q_target_params, self.hyperparameters.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
         stats[STAT_LR] = lr
+        if self.critic_warmup_updates:
+            stats[STAT_CRITIC_WARMUP] = float(warming_up)
         return stats, out
+
+    def critic_updates_taken(self) -> int:
+        """Updates the critics have had: their Adam step count (saved with the checkpoint)."""
+        state = self.adam.state.get(self.q_params[0], {})
+        return int(state["step"]) if "step" in state else 0
+
+    def warming_up(self) -> bool:
+        """Whether the next update trains the critics alone (``critic_warmup_updates``); read from Adam's state
+        until the warm-up is over, then never again."""
+        if self._warming_up:
+            self._warming_up = self.critic_updates_taken() < self.critic_warmup_updates
+        return self._warming_up
+
+
+def _critic_terms_only(loss_fn: LossFn) -> LossFn:
+    """``loss_fn`` with only the critics' losses to differentiate (``q1_loss + q2_loss``), its ``SACLosses``
+    unchanged (the stats still report the actor's and the temperatures' losses, which nothing minimizes then)."""
+
+    def critic_terms(batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
+        _, out = loss_fn(batch)
+        return out.q1_loss + out.q2_loss, out
+
+    return critic_terms
 
 
 def _diagnostic_keys(num_branches: int) -> List[str]:

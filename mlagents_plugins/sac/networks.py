@@ -20,7 +20,7 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs import logging_util
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_outputs_small_
+from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_action_neutral_, init_outputs_small_
 from mlagents_plugins.common.tensor_utils import call_frozen, target_copy
 from mlagents_plugins.sac import losses
 
@@ -37,7 +37,8 @@ class TwinQ(LayerNormedCritics):
     ``layer_norm``: layer normalization in the critics' hidden layers (``critic_norm``).  ``small_output_init``: the
     weights and biases of both critics' output layers drawn from U(-3e-3, 3e-3) (``critic_norm.init_outputs_small_``)
     instead of ML-Agents' initialization, so every Q value, and its slope in the continuous actions, starts near 0
-    (the hidden layers keep ML-Agents' initialization)."""
+    (the hidden layers keep ML-Agents' initialization).  ``action_neutral_init``: both critics start indifferent
+    between actions (``critic_norm.init_action_neutral_``, fast_sac's ``critic_neutral_init``)."""
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class TwinQ(LayerNormedCritics):
         action_spec: ActionSpec,
         layer_norm: bool = False,
         small_output_init: bool = False,
+        action_neutral_init: bool = False,
     ):
         super().__init__()
         self.stream_names = list(stream_names)
@@ -57,6 +59,8 @@ class TwinQ(LayerNormedCritics):
         self._normalize_bodies((self.q1, self.q2), layer_norm)
         if small_output_init:
             init_outputs_small_((self.q1, self.q2))
+        if action_neutral_init:
+            init_action_neutral_((self.q1, self.q2), cont, list(action_spec.discrete_branches))
 
     def _stack(self, out: dict, batch: int) -> torch.Tensor:
         return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)

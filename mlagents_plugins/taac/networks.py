@@ -19,7 +19,7 @@ from mlagents.trainers.torch_entities.distributions import GaussianDistribution
 from mlagents.trainers.torch_entities.networks import Actor, NetworkBody, ValueNetwork
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
-from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_outputs_small_
+from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_action_neutral_, init_outputs_small_
 from mlagents_plugins.common.tensor_utils import call_frozen, tanh_gaussian_log_prob
 from mlagents_plugins.taac import losses, trajectories
 from mlagents_plugins.taac.trajectories import TrajectoryKind
@@ -28,7 +28,8 @@ from mlagents_plugins.taac.trajectories import TrajectoryKind
 class TaacCritic(LayerNormedCritics):
     """``num_critic_replicas`` independent ``Q_i(s, tau)`` networks, one head per reward stream; ``layer_norm``:
     layer normalization in their hidden layers (``critic_norm``); ``small_output_init``: their output layers start
-    in [-3e-3, 3e-3] (``critic_norm.init_outputs_small_``)."""
+    in [-3e-3, 3e-3] (``critic_norm.init_outputs_small_``); ``action_neutral_init``: their first layers' weights on
+    ``tau`` start at 0 (``critic_norm.init_action_neutral_``)."""
 
     def __init__(
         self,
@@ -39,6 +40,7 @@ class TaacCritic(LayerNormedCritics):
         num_replicas: int,
         layer_norm: bool = False,
         small_output_init: bool = False,
+        action_neutral_init: bool = False,
     ):
         super().__init__()
         self.stream_names = list(stream_names)
@@ -51,6 +53,8 @@ class TaacCritic(LayerNormedCritics):
         self._normalize_bodies(self.replicas, layer_norm)
         if small_output_init:
             init_outputs_small_(self.replicas)
+        if action_neutral_init:
+            init_action_neutral_(self.replicas, tau_size)
 
     def forward(self, obs: List[torch.Tensor], tau: torch.Tensor) -> torch.Tensor:
         """``[R, N, K]``: replica x row x reward stream (streams in ``stream_names`` order)."""
@@ -118,6 +122,7 @@ class TaacActor(nn.Module, Actor):
         init_switch_temperature: float = 0.1,
         critic_layer_norm: bool = False,
         critic_small_init: bool = False,
+        critic_neutral_init: bool = False,
     ):
         super().__init__()
         self.action_spec = action_spec
@@ -137,7 +142,7 @@ class TaacActor(nn.Module, Actor):
         )
         self.critic = TaacCritic(
             stream_names, observation_specs, network_settings, self.tau_size, num_critic_replicas, critic_layer_norm,
-            critic_small_init,
+            critic_small_init, critic_neutral_init,
         )
         self.log_alpha_action = nn.Parameter(torch.tensor(math.log(init_action_temperature)))
         self.log_alpha_switch = nn.Parameter(torch.tensor(math.log(init_switch_temperature)))

@@ -111,6 +111,9 @@ class TaacOptimizer(TorchOptimizer):
         self.matmul_kernels = MatmulKernelChooser(default_device(), hp.fast_cpu_matmul)
         compile_update = compile_wanted(hp.compile_update, policy.behavior_spec.observation_specs)
         self.loss_step = CompiledStep(self._total_loss, compile_update, "taac update")
+        # The first ``critic_warmup_updates`` updates: the critic loss alone, eagerly, through the critics' optimizer
+        # only (the actor and the temperatures get no gradient, and their Adam states no step).
+        self.critic_only_step = CompiledStep(self._critic_loss_only, False, "taac update (critic warm-up)")
         self.resume_state = CheckpointState()
         self.resume_state.register(STATE_NUM_UPDATES, lambda: int(self.num_updates), self._set_num_updates)
         self.resume_state.register_rng(STATE_FIRST_TAU_RNG, policy.first_tau_rng)
@@ -204,13 +207,28 @@ class TaacOptimizer(TorchOptimizer):
         out = self.compute_losses(batch)
         return out.critic_loss + out.actor_loss + out.temperature_loss, out
 
+    def _critic_loss_only(self, batch: TaacBatch) -> Tuple[torch.Tensor, TaacLosses]:
+        out = self.compute_losses(batch)
+        return out.critic_loss, out
+
+    @property
+    def warming_up(self) -> bool:
+        """Whether the next update trains the critics alone (``critic_warmup_updates``; ``num_updates`` is saved with
+        the checkpoint, so ``--resume`` continues the count)."""
+        return self.num_updates < self.hyperparameters.critic_warmup_updates
+
     def update(self, batch: TaacBatch, num_sequences: int = 0) -> Dict[str, float]:  # type: ignore[override]
         """One gradient update: one backward of ``critic + actor + temperature`` losses, three Adam steps, the
-        target critics' Polyak update every ``target_update_period`` updates."""
+        target critics' Polyak update every ``target_update_period`` updates.  During the critic warm-up
+        (``warming_up``) the critic loss alone and the critics' Adam step."""
         hp = self.hyperparameters
+        warming_up = self.warming_up
         with self.matmul_kernels.scope():
             lr = self.decay_learning_rate.get_value(self.policy.get_current_step())
-            _, out = self.loss_step.gradient_step(self._optimizers, lr, batch, ready=self.matmul_kernels.decided)
+            if warming_up:
+                _, out = self.critic_only_step.gradient_step([self.critic_optimizer], lr, batch)
+            else:
+                _, out = self.loss_step.gradient_step(self._optimizers, lr, batch, ready=self.matmul_kernels.decided)
 
             self.num_updates += 1
             self._sync_target_normalization()
@@ -228,6 +246,7 @@ class TaacOptimizer(TorchOptimizer):
                 stats.KEEP_PROBABILITY: float(out.keep_probability),
                 stats.PROPOSAL_ADVANTAGE: float(out.proposal_advantage),
                 stats.LEARNING_RATE: lr,
+                **({stats.CRITIC_WARMUP: float(warming_up)} if hp.critic_warmup_updates else {}),
             }
 
     def get_modules(self):

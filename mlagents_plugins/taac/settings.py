@@ -73,6 +73,16 @@ class TaacSettings(OffPolicyBaseSettings):
     # follow a random slope before the rewards have shaped one (fast_sac's critic_small_init).  Off by default: the tiny
     # camera task 1/3 -> 3/3 with it, the tiny entity task 1/3 -> 0/3 (bench/results/tiny-fixes-2026-11-28).
     critic_small_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
+    # The first this many gradient updates train the critics alone: the actor (its proposal) and both temperatures
+    # stay as initialized, so the policy keeps acting broadly while the critics learn from what it does, instead of
+    # following the fresh critics' random slopes in tau before any reward has shaped them (TD3's and CrossQ's policy
+    # delay, applied to the first updates only; fast_sac's critic_warmup_updates).  0 = off.
+    # (bench/results/tiny-defaults-2026-11-28, docs/taac.md "Critic warm-up").
+    critic_warmup_updates: int = attr.ib(default=0, validator=non_negative_int)
+    # Every critic starts indifferent to tau: its first layer's weights on the tau inputs are 0, so a fresh critic has
+    # no random slope in tau, while its output scale and observation features keep ML-Agents' initialization (unlike
+    # critic_small_init; fast_sac's critic_neutral_init).  (bench/results/tiny-defaults-2026-11-28).
+    critic_neutral_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).
     max_repeat_steps: int = attr.ib(default=0, validator=non_negative_int)
     # Start each episode from a uniformly random tau^- instead of zeros (exploration; off in the paper).

@@ -13,3 +13,5 @@ MEAN_REPEAT_LENGTH = "Policy/Mean Repeat Length"
 # Fraction of rollout steps that kept tau^- (b = 0).
 ROLLOUT_KEEP_FRACTION = "Policy/Rollout Keep Fraction"
 LEARNING_RATE = "Policy/Learning Rate"
+# 1 while the updates train the critics alone (critic_warmup_updates), reported only when that is set.
+CRITIC_WARMUP = "Policy/Critic Warm-up"

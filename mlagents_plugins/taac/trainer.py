@@ -31,7 +31,7 @@ __all__ = ["TaacTrainer", "TRAINER_NAME", "TAU_PREV", "TAU", "SWITCH", "REPEATS"
 # Settings passed to ``TaacActor`` under their own names.
 ACTOR_SETTINGS = (
     "inverse_mode", "num_critic_replicas", "max_repeat_steps", "advantage_clipping", "init_action_temperature",
-    "init_switch_temperature", "critic_layer_norm", "critic_small_init",
+    "init_switch_temperature", "critic_layer_norm", "critic_small_init", "critic_neutral_init",
 )
 
 

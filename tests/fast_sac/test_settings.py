@@ -69,7 +69,7 @@ def test_init_replay_from_missing_file_is_a_config_error(tmp_path):
 def test_non_bool_flags_rejected_when_built_directly():
     # (from YAML, cattr has already turned the value into a bool before validation)
     for field in ("actor_min_q", "compile_update", "prioritized_replay", "save_replay_buffer", "entropy_reward",
-                  "critic_small_init"):
+                  "critic_small_init", "critic_neutral_init"):
         with pytest.raises(TrainerConfigError, match=f"hyperparameters.{field} = 'yes' is invalid: it must be true"):
             FastSACSettings(**{field: "yes"})
 
