@@ -33,8 +33,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from bench import resume
-from bench.invocation import code_commit, machine, new_id, utc_now
+from bench import progress, resume
+from bench.invocation import code_commit, machine, machine_kind, new_id, utc_now
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_DIR = os.path.join(REPO, "configs", "gym")
@@ -324,6 +324,7 @@ def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, recor
                f"--results-dir={work}", f"--base-port={free_base_port(1)}", "--num-envs=1", "--no-graphics",
                f"--seed={seed}", "--force", "--torch-device=cpu", "--timeout-wait=120"]
         log_path = os.path.join(work, "learn.log")
+        live_run(args, trainer, env_id, seed).watch(log_path)
         by_process: Dict[str, float] = {}
         code, wall, cpu = run_child(cmd, log_path, child_env(), work, LEARN_TIMEOUT_S, by_process)
         with open(log_path, errors="replace") as f:
@@ -337,6 +338,7 @@ def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, recor
         model_dir = os.path.join(work, "run", behavior)
         checkpoints = checkpoint_onnx(model_dir, behavior)
         record["steps"] = checkpoints[-1][0] if checkpoints else (curve[-1][0] if curve else 0)
+        live_run(args, trainer, env_id, seed).phase = f"trained, evaluating {len(checkpoints)} checkpoints"
         start = time.process_time()
         wall0 = time.perf_counter()
         evals = []
@@ -365,6 +367,7 @@ def run_peer(trainer: str, env_id: str, seed: int, args: argparse.Namespace, rec
         if args.buffer_init_steps is not None:
             cmd += ["--learning-starts", str(args.buffer_init_steps)]
         log_path = os.path.join(work, "peer.log")
+        live_run(args, trainer, env_id, seed).watch(log_path)
         by_process: Dict[str, float] = {}
         code, wall, cpu = run_child(cmd, log_path, child_env(), REPO, LEARN_TIMEOUT_S, by_process)
         if code != 0 or not os.path.isfile(out_json):
@@ -430,6 +433,126 @@ def append_record(out: str, record: Dict[str, Any], lock: threading.Lock) -> Non
         resume.append_record(out, _round(record))
 
 
+# ------------------------------------------------------------------------------------------------ progress
+#: the step a console summary of mlagents-learn is at (with or without a mean reward)
+CONSOLE_STEP = re.compile(r"\. Step: (?P<step>\d+)\. Time Elapsed: ")
+#: the peer's line per summary (bench/gym_peers.py ``summary_line``), with an evaluation return at evaluation steps
+PEER_LINE = re.compile(r"\bStep: (?P<step>\d+)\.(?: Eval return: (?P<eval>\S+)\.)? Train return: (?P<train>\S+)\.")
+
+
+def _number(text: str) -> Optional[float]:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+class LiveRun:
+    """A run in flight as the console shows it: its number in the order runs started, the log its process writes
+    (``watch``: mlagents-learn's console summaries or the peer's lines), what that log said so far (``read``), and
+    its phase after training (evaluating the checkpoints)."""
+
+    def __init__(self, number: int, trainer: str, env_id: str, seed: int, max_steps: int):
+        self.number, self.trainer, self.env_id, self.seed, self.max_steps = number, trainer, env_id, seed, max_steps
+        self.log_path: Optional[str] = None
+        self.step, self.train, self.last_eval = 0, None, None  # last_eval: (step, return) or None
+        self.phase: Optional[str] = None
+        self.shown: Any = None  # the (step, phase) last printed
+        self._offset, self._partial = 0, ""
+
+    def watch(self, log_path: str) -> None:
+        self.log_path, self._offset, self._partial = log_path, 0, ""
+
+    def read(self) -> None:
+        """Take in the whole lines the log gained since the last read."""
+        if not self.log_path or not os.path.isfile(self.log_path):
+            return
+        with open(self.log_path, "rb") as f:
+            f.seek(self._offset)
+            chunk = f.read()
+        self._offset += len(chunk)
+        text, _, self._partial = (self._partial + chunk.decode("utf-8", "replace")).rpartition("\n")
+        for m in CONSOLE_STEP.finditer(text):
+            self.step = max(self.step, int(m.group("step")))
+        for m in CONSOLE_LINE.finditer(text):
+            self.train = _number(m.group("reward"))
+        for m in PEER_LINE.finditer(text):
+            self.step, self.train = max(self.step, int(m.group("step"))), _number(m.group("train"))
+            if m.group("eval") is not None and _number(m.group("eval")) is not None:
+                self.last_eval = (int(m.group("step")), _number(m.group("eval")))
+
+    def describe(self, total: int) -> str:
+        text = (f"[bench gym] run {self.number}/{total} {self.trainer} {self.env_id} seed {self.seed}: "
+                f"{self.step:,}/{self.max_steps:,} steps")
+        if self.train is not None:
+            text += f", train return {self.train:.1f}"
+        if self.last_eval is not None:
+            text += f", last eval {self.last_eval[1]:.1f} at {self.last_eval[0]:,}"
+        return text + (f"; {self.phase}" if self.phase else "")
+
+
+class Progress:
+    """An invocation's console progress, as ``python -m bench learn`` shows it and while runs go: a line when a run
+    starts, one whenever a run in flight reports a new step or phase (``poll``, called by a ``progress.Ticker``),
+    and one when it ends.  ETA from the planned env steps done so far (finished runs count their planned steps)."""
+
+    def __init__(self, runs: int, steps: int, clock: Callable[[], float] = time.perf_counter):
+        self.total, self.steps, self.clock = runs, int(steps), clock
+        self.start = clock()
+        self.started = self.finished = 0
+        self.live: Dict[Tuple[str, str, int], LiveRun] = {}
+        self.lock = threading.Lock()
+
+    def _timing(self) -> str:
+        done = self.finished * self.steps + sum(min(r.step, self.steps) for r in self.live.values())
+        return progress.timing(self.clock() - self.start, done, self.total * self.steps)
+
+    def begin(self, trainer: str, env_id: str, seed: int) -> str:
+        with self.lock:
+            self.started += 1
+            self.live[(trainer, env_id, seed)] = LiveRun(self.started, trainer, env_id, seed, self.steps)
+            return (f"[bench gym] run {self.started}/{self.total} started: {trainer} {env_id} seed {seed}"
+                    + self._timing())
+
+    def poll(self) -> List[str]:
+        lines = []
+        with self.lock:
+            for run in self.live.values():
+                run.read()
+            for run in self.live.values():
+                state = (run.step, run.phase)
+                if state == run.shown or state == (0, None):
+                    continue
+                run.shown = state
+                lines.append(run.describe(self.total) + self._timing())
+        return lines
+
+    def end(self, record: Dict[str, Any]) -> str:
+        with self.lock:
+            self.live.pop((record["trainer"], record["scene"], int(record["seed"])), None)
+            self.finished += 1
+            head = f"[{self.finished}/{self.total}] {record['trainer']} {record['scene']} seed {record['seed']}: "
+            if record.get("error"):
+                body = f"FAILED {record['error'][:300]}"
+            else:
+                last = record["eval"][-1] if record.get("eval") else None
+                body = (f"{record['steps']} steps, "
+                        + (f"eval {last['return_mean']:.1f} at {last['step']}" if last else "no evaluation")
+                        + f", {record['wall_s'] or 0:.0f} s wall, {record['cpu_s'] or 0:.0f} s CPU"
+                        + (f" ({record['steps_per_cpu_s']:.1f} env steps / CPU s)"
+                           if record.get("steps_per_cpu_s") else ""))
+            return head + body + self._timing()
+
+
+def live_run(args: argparse.Namespace, trainer: str, env_id: str, seed: int) -> LiveRun:
+    """The run's ``LiveRun`` in the invocation's ``Progress`` (``args.progress``); a detached one for a run made
+    without one (nothing reads it)."""
+    prog = getattr(args, "progress", None)
+    run = prog.live.get((trainer, env_id, seed)) if prog is not None else None
+    return run if run is not None else LiveRun(0, trainer, env_id, seed, int(getattr(args, "steps", 0)))
+
+
 # ------------------------------------------------------------------------------------------------ report
 def _fmt(values: Sequence[float], digits: int = 0) -> str:
     if not values:
@@ -450,7 +573,53 @@ def final_eval(record: Dict[str, Any], step: int, tolerance: int) -> Optional[fl
     return evals[-1]["return_mean"]
 
 
-def summary_rows(records: Sequence[Dict[str, Any]], env_id: str, step: int, tolerance: int) -> List[List[str]]:
+NOT_RECORDED = "machine kind not recorded"
+
+
+def record_kind(record: Dict[str, Any]) -> str:
+    """The machine kind a record ran on (``bench.invocation.machine_kind``; records older than the field: a kind
+    of their own)."""
+    return record.get("machine_kind") or NOT_RECORDED
+
+
+def kind_counts(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
+    """Finished records per machine kind, in first-seen order."""
+    counts: Dict[str, int] = {}
+    for r in records:
+        if not r.get("error"):
+            counts[record_kind(r)] = counts.get(record_kind(r), 0) + 1
+    return counts
+
+
+def speed_kind(records: Sequence[Dict[str, Any]], wanted: Optional[str] = None) -> Optional[str]:
+    """The machine kind whose records give the cost columns (env steps / CPU s, wall s, CPU s): the one containing
+    ``wanted`` (case-insensitive), else the kind of most finished records (the first seen among equals); None
+    without finished records.  Returns are taken from every kind; seconds from one, since a CPU second of one kind
+    of machine is not one of another.  ValueError when ``wanted`` matches no kind or several."""
+    counts = kind_counts(records)
+    if wanted:
+        matches = [k for k in counts if wanted.lower() in k.lower()]
+        if len(matches) != 1:
+            raise ValueError(f"--speed-kind {wanted!r} matches {len(matches)} of the records' machine kinds; "
+                             f"allowed: a part of exactly one of {', '.join(repr(k) for k in counts) or 'none'}")
+        return matches[0]
+    return max(counts, key=lambda k: counts[k]) if counts else None
+
+
+def kinds_note(records: Sequence[Dict[str, Any]], kind: Optional[str]) -> str:
+    """One sentence: the machine kind the cost columns come from, and the runs of other kinds left out of them."""
+    counts = kind_counts(records)
+    if len(counts) <= 1:
+        return f"Machine kind: {kind or NOT_RECORDED}."
+    others = "; ".join(f"{k}: {n} runs" for k, n in counts.items() if k != kind)
+    return (f"Records from {len(counts)} machine kinds: returns from all of them; the cost columns (env steps / "
+            f"CPU s, wall s, CPU s) only from the {counts.get(kind, 0)} runs on {kind} (left out of them: {others}).")
+
+
+def summary_rows(records: Sequence[Dict[str, Any]], env_id: str, step: int, tolerance: int,
+                 kind: Optional[str] = None) -> List[List[str]]:
+    """One row per trainer on ``env_id``: finished seeds, evaluation at ``step``, training return (all records), and
+    the cost columns from the records of machine ``kind`` only (all records when None)."""
     rows = []
     by_trainer: Dict[str, List[Dict[str, Any]]] = {}
     for r in records:
@@ -458,12 +627,13 @@ def summary_rows(records: Sequence[Dict[str, Any]], env_id: str, step: int, tole
             by_trainer.setdefault(r["trainer"], []).append(r)
     for trainer in [t for t in ALL_TRAINERS if t in by_trainer] + sorted(set(by_trainer) - set(ALL_TRAINERS)):
         runs = by_trainer[trainer]
+        timed = [r for r in runs if kind is None or record_kind(r) == kind]
         ev = [v for v in (final_eval(r, step, tolerance) for r in runs) if v is not None]
         name = f"**{trainer}**" if ORIGIN.get(trainer) == "ours" else trainer
         rows.append([
             name, str(len(runs)), _fmt(ev), _fmt([r["train_return"] for r in runs if r.get("train_return") is not None]),
-            _fmt([r["steps_per_cpu_s"] for r in runs if r.get("steps_per_cpu_s")], 1),
-            _fmt([r["wall_s"] for r in runs if r.get("wall_s")]), _fmt([r["cpu_s"] for r in runs if r.get("cpu_s")]),
+            _fmt([r["steps_per_cpu_s"] for r in timed if r.get("steps_per_cpu_s")], 1),
+            _fmt([r["wall_s"] for r in timed if r.get("wall_s")]), _fmt([r["cpu_s"] for r in timed if r.get("cpu_s")]),
         ])
     return rows
 
@@ -553,6 +723,7 @@ def plot_curves(records: Sequence[Dict[str, Any]], path: str) -> Optional[str]:
 
 def write_report(out: str, meta: Dict[str, Any]) -> str:
     records = latest_records(resume.read_records(out)[0])
+    kind = speed_kind(records, meta.get("speed_kind"))
     png = plot_curves(records, os.path.join(out, "curves.png"))
     lines = ["# bench gym: Gymnasium MuJoCo tasks through mlagents-learn, against SB3 and the published anchors", "",
              f"Rendered {utc_now()} from `runs.jsonl` ({len(records)} records).  Last invocation: "
@@ -560,12 +731,12 @@ def write_report(out: str, meta: Dict[str, Any]) -> str:
              "Evaluation: every checkpoint (ML-Agents trainers: the exported ONNX, deterministic action, in "
              "onnxruntime) for the episodes stated per record, on a separate copy of the task.  Cost: wall and CPU "
              "seconds of the run's process tree without evaluation; env steps per CPU second = steps / CPU s.  "
-             "Cells: mean ± std over seeds; ours in bold.", ""]
+             "Cells: mean ± std over seeds; ours in bold.  " + kinds_note(records, kind), ""]
     steps = sorted({int(r["max_steps"]) for r in records})
     for env_id in sorted({r["scene"] for r in records}):
         for step in steps:
             rows = summary_rows([r for r in records if int(r["max_steps"]) == step], env_id, step,
-                                tolerance=max(256, step // 50))
+                                tolerance=tolerance(step), kind=kind)
             if not rows:
                 continue
             lines += [f"## {env_id}, {step} steps", "",
@@ -585,8 +756,9 @@ def write_report(out: str, meta: Dict[str, Any]) -> str:
             lines.append(f"- {r['trainer']} {r['scene']} seed {r['seed']}: **error** {r['error'][:300]}")
             continue
         curve = ", ".join(f"{e['step']}: {e['return_mean']:.0f}" for e in r.get("eval") or [])
+        where = f" on {record_kind(r)}" if len(kind_counts(records)) > 1 else ""
         lines.append(f"- {r['trainer']} {r['scene']} seed {r['seed']} ({r['steps']} steps, {r['wall_s']:.0f} s wall, "
-                     f"{r['cpu_s']:.0f} s CPU): {curve}")
+                     f"{r['cpu_s']:.0f} s CPU{where}): {curve}")
     run_minutes = sum((r.get("wall_s") or 0) + (r.get("eval_s") or 0) for r in records) / 60
     lines += ["", f"Measured run-minutes (training + evaluation, all records): {run_minutes:.1f}."]
     if meta.get("plan") is not None:
@@ -599,6 +771,149 @@ def write_report(out: str, meta: Dict[str, Any]) -> str:
     with open(path, "w") as f:
         f.write("\n".join(lines))
     return path
+
+
+# ------------------------------------------------------------------------------------------------ README table
+README = os.path.join(REPO, "README.md")
+GYM_BEGIN = "<!-- gym:begin -->"
+GYM_END = "<!-- gym:end -->"
+#: the published columns of README's table (keys of ANCHORS), in order
+PUBLISHED = ("SAC", "CrossQ", "MR.Q")
+ANCHOR_CITATION = ("v4 tasks, 10 seeds, mean ± std ([SimbaV2](https://github.com/dojeon-ai/SimbaV2) "
+                   "`results/baseline/*.csv`; MR.Q as in [MRQ](https://github.com/facebookresearch/MRQ) "
+                   "`results/gym_results.txt`)")
+
+
+def tolerance(step: int) -> int:
+    """How many env steps a run's last checkpoint may fall short of ``step`` and still count as at ``step``."""
+    return max(256, step // 50)
+
+
+def median_range(values: Sequence[float]) -> str:
+    """``median (min – max)``, rounded to whole returns; one value alone; a dash for none."""
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.0f}"
+    return f"{float(np.median(values)):.0f} ({min(values):.0f} – {max(values):.0f})"
+
+
+def _anchor_cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"{value[0]} ± {value[1]}" if isinstance(value, tuple) else str(value)
+
+
+def _task_order(env_id: str) -> Tuple[int, str]:
+    return (TASKS.index(env_id) if env_id in TASKS else len(TASKS), env_id)
+
+
+def _trainer_order(trainer: str) -> Tuple[int, str]:
+    return (ALL_TRAINERS.index(trainer) if trainer in ALL_TRAINERS else len(ALL_TRAINERS), trainer)
+
+
+def readme_block(records: Sequence[Dict[str, Any]], step: int, report_link: Optional[str] = None,
+                 wanted_kind: Optional[str] = None) -> str:
+    """README's table "On the field's benchmark", markers included: per task and trainer, the evaluation return at
+    ``step`` over seeds (median, min – max), env steps per CPU second (median over seeds, from one machine kind:
+    ``speed_kind``) and the published columns (``ANCHORS`` at ``step``); a trainer that ran the task only at other
+    step counts (e.g. a short CrossQ run for its cost) gets a row with its speed alone.  The invocations behind it
+    (command, commit) are named.  ValueError when no record finished at ``step``."""
+    records = latest_records(records)
+    at = [r for r in records if int(r["max_steps"]) == step]
+    if not any(not r.get("error") for r in at):
+        found = sorted({int(r["max_steps"]) for r in records})
+        raise ValueError(f"no finished run at {step} env steps in the records (they hold {found or 'none'}); give "
+                         "--steps of the runs the table is for")
+    rows: List[Tuple[str, str, List[Dict[str, Any]], bool]] = []  # (task, trainer, records, at step)
+    for env_id in sorted({r["scene"] for r in records}, key=_task_order):
+        mine = [r for r in records if r["scene"] == env_id]
+        trainers_at = {r["trainer"] for r in mine if int(r["max_steps"]) == step}
+        for trainer in sorted({r["trainer"] for r in mine}, key=_trainer_order):
+            if trainer in trainers_at:
+                rows.append((env_id, trainer, [r for r in mine if r["trainer"] == trainer
+                                               and int(r["max_steps"]) == step], True))
+            elif any(not r.get("error") for r in mine if r["trainer"] == trainer):
+                rows.append((env_id, trainer, [r for r in mine if r["trainer"] == trainer and not r.get("error")],
+                             False))
+    shown = [r for _, _, runs, _ in rows for r in runs]
+    kind = speed_kind(shown, wanted_kind)
+    others = sum(n for k, n in kind_counts(shown).items() if k != kind)
+    lines = [GYM_BEGIN]
+    invocations: Dict[str, List[Dict[str, Any]]] = {}
+    for r in shown:
+        invocations.setdefault(str(r.get("invocation")), []).append(r)
+    described = []
+    for inv, runs in invocations.items():
+        commits = sorted({str(r.get("commit") or "not recorded") for r in runs})
+        commands = sorted({str(r.get("command") or "command not recorded") for r in runs})
+        described.append(f"`{inv}` (" + "; ".join(f"`{c}`" for c in commands) + f", code {', '.join(commits)}, "
+                         f"{len(runs)} runs)")
+    source = f"[report]({report_link})" if report_link else "report"
+    episodes = sorted({int(r["eval_episodes"]) for r in shown if r.get("eval_episodes")})
+    lines += [
+        f"From `python -m bench gym` ({source}), invocation{'s' if len(described) > 1 else ''} "
+        + "; ".join(described) + ".",
+        "",
+        f"Return: the deterministic policy's at {step / 1000:g}k env steps ({'/'.join(map(str, episodes)) or '?'} "
+        "episodes), median (min – max) over seeds. Env steps per CPU second: the run's process tree (stand-in, "
+        f"compilation, updates; not evaluation), median over seeds, on {kind}"
+        + (f" ({others} runs on other machine kinds count in the returns only)" if others else "")
+        + f". Ours in bold. Published: {ANCHOR_CITATION}.",
+        "",
+        f"| task | trainer | seeds | return at {step / 1000:g}k | env steps / CPU s | "
+        + " | ".join(f"{name} (published)" for name in PUBLISHED) + " |",
+        "|---|---|---|---|---|" + "---|" * len(PUBLISHED),
+    ]
+    first_of_task = set()
+    for env_id, trainer, runs, at_step in rows:
+        finished = [r for r in runs if not r.get("error")]
+        timed = [r["steps_per_cpu_s"] for r in finished if record_kind(r) == kind and r.get("steps_per_cpu_s")]
+        speed = "—" if not timed else f"{float(np.median(timed)):.1f}"
+        if at_step:
+            finals = [v for v in (final_eval(r, step, tolerance(step)) for r in finished) if v is not None]
+            seeds = str(len(finals)) if len(finals) == len(runs) else f"{len(finals)} of {len(runs)}"
+            value = median_range(finals)
+        else:
+            lengths = sorted({int(r["max_steps"]) for r in finished})
+            seeds = str(len(finished))
+            value = "— (ran " + ", ".join(f"{n / 1000:g}k" for n in lengths) + " steps: speed only)"
+        anchors = ANCHORS.get((re.sub(r"-v\d+$", "", env_id.rsplit("/", 1)[-1]), step), {})
+        published = ["" for _ in PUBLISHED]
+        if env_id not in first_of_task:
+            first_of_task.add(env_id)
+            published = [_anchor_cell(anchors.get(name)) for name in PUBLISHED]
+        name = f"**{trainer}**" if ORIGIN.get(trainer) == "ours" else trainer
+        lines.append(f"| {env_id} | {name} | {seeds} | {value} | {speed} | " + " | ".join(published) + " |")
+    lines.append(GYM_END)
+    return "\n".join(lines)
+
+
+def update_readme(out: str, readme: str, step: int, wanted_kind: Optional[str] = None) -> None:
+    """Replace ``readme``'s block between ``GYM_BEGIN`` and ``GYM_END`` with ``readme_block`` of ``out``'s records
+    (its REPORT.md linked relative to the README).  ValueError (the file left as it was) when the README lacks
+    exactly one pair of markers or no record finished at ``step``."""
+    from bench.report import replace_results_block
+
+    records = resume.read_records(out)[0]
+    link = os.path.relpath(os.path.join(out, "REPORT.md"), os.path.dirname(os.path.abspath(readme)))
+    with open(readme) as f:
+        text = f.read()
+    new = replace_results_block(text, readme_block(records, step, link, wanted_kind), readme, GYM_BEGIN, GYM_END)
+    tmp = readme + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(new)
+    os.replace(tmp, readme)
+
+
+def _update_readme(args: argparse.Namespace) -> int:
+    try:
+        update_readme(os.path.abspath(args.out), args.update_readme, args.steps, args.speed_kind)
+    except (OSError, ValueError) as err:
+        print(f"python -m bench gym --update-readme: {err}", file=sys.stderr)
+        return 2
+    print(f"[bench gym] table 'On the field's benchmark' written to {args.update_readme}")
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------ CLI
@@ -645,6 +960,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-runs", action="store_true", help="keep each run's results folder under OUT/runs/")
     p.add_argument("--report-only", action="store_true", help="re-render REPORT.md and curves.png from runs.jsonl")
     p.add_argument("--work-dir", default=None, help="where runs write their results while they go (default: tmp)")
+    p.add_argument("--progress-every", type=number("--progress-every", float, low=0), default=30.0,
+                   help="seconds between looks at the runs in flight; a line whenever one reports a new step "
+                        "(default 30; 0: only a line per run started and ended)")
+    p.add_argument("--update-readme", nargs="?", const=README, default=None, metavar="README",
+                   help="also write README's table 'On the field's benchmark' (between "
+                        f"{GYM_BEGIN} and {GYM_END}) from OUT's records at --steps (default README.md of this "
+                        "checkout)")
+    p.add_argument("--speed-kind", default=None, metavar="TEXT",
+                   help="records of several machine kinds: the speed columns from the kind containing TEXT (e.g. "
+                        "EPYC; default: the kind with the most records)")
     return p
 
 
@@ -653,9 +978,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     os.makedirs(args.out, exist_ok=True)
     meta = {"command": "python -m bench gym " + " ".join(argv if argv is not None else sys.argv[1:]),
             "commit": code_commit(), "machine": machine()}
+    if args.speed_kind and not args.report_only:
+        print("python -m bench gym: --speed-kind chooses among recorded machine kinds; it goes with --report-only",
+              file=sys.stderr)
+        return 2
     if args.report_only:
-        print(write_report(args.out, meta))
-        return 0
+        meta["speed_kind"] = args.speed_kind
+        try:
+            print(write_report(args.out, meta))
+        except ValueError as err:
+            print(f"python -m bench gym: {err}", file=sys.stderr)
+            return 2
+        return _update_readme(args) if args.update_readme else 0
     missing = [config_path(t, e) for t in args.trainers if t in ML_TRAINERS for e in args.tasks
                if not os.path.isfile(config_path(t, e))]
     if missing:
@@ -673,20 +1007,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"bench gym {invocation}: {len(plan)} runs ({len(skip)} already recorded), {args.jobs} at a time -> "
           f"{args.out}", flush=True)
     lock = threading.Lock()
+    # what every record of this invocation says about where it ran: a continuation on another machine kind keeps
+    # its returns in the tables, its seconds apart (speed_kind)
+    stamp = {"commit": meta["commit"], "machine_kind": machine_kind(), "command": meta["command"]}
+    args.progress = Progress(len(plan), args.steps)
 
     def one(job):
         trainer, env_id, seed = job
+        print(args.progress.begin(trainer, env_id, seed), flush=True)
         record = run_one(trainer, env_id, seed, args, invocation)
+        record.update(stamp)
         append_record(args.out, record, lock)
         with lock:
             write_report(args.out, meta)
-        last = record["eval"][-1]["return_mean"] if record["eval"] else math.nan
-        print(f"  {trainer} {env_id} seed {seed}: {record['steps']} steps, eval {last:.1f}, "
-              f"{record['wall_s'] or 0:.0f} s wall, {record['cpu_s'] or 0:.0f} s CPU"
-              + (f", ERROR {record['error'][:300]}" if record["error"] else ""), flush=True)
+        print(args.progress.end(record), flush=True)
         return record
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with progress.Ticker(args.progress.poll, args.progress_every), ThreadPoolExecutor(max_workers=args.jobs) as pool:
         records = list(pool.map(one, plan))
     print(write_report(args.out, meta))
+    if args.update_readme:
+        code = _update_readme(args)
+        if code:
+            return code
     return 1 if any(r["error"] for r in records) else 0

@@ -24,6 +24,18 @@ SAC_STANDARD = {**STANDARD, "batch_size": 256, "learning_rate": 3e-4, "tau": 0.0
                 "gradient_steps": 1, "policy_kwargs": {"net_arch": [256, 256]}}
 
 
+#: env steps between the console lines that ``python -m bench gym`` reads for its progress (mlagents-learn's
+#: summary period in configs/gym/)
+SUMMARY_EVERY = 5000
+
+
+def summary_line(step: int, train_return: float, eval_return: Optional[float] = None) -> str:
+    """The console line of one summary (``bench.gym.PEER_LINE`` reads it): the step, the evaluation return when the
+    step was evaluated, and the mean of the last 10 training episodes."""
+    evaluated = "" if eval_return is None else f" Eval return: {eval_return:.3f}."
+    return f"Step: {step}.{evaluated} Train return: {train_return:.3f}."
+
+
 def make_model(algo: str, env, seed: int, learning_starts: Optional[int]):
     try:
         if algo == "sb3_sac":
@@ -69,18 +81,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     spent = {"wall": 0.0, "cpu": 0.0}
     start = time.perf_counter()
 
+    summary_every = min(SUMMARY_EVERY, args.eval_every)
+
     class EvalEvery(BaseCallback):
         def _on_step(self) -> bool:
             step = self.num_timesteps
+            evaluated = None
             if step % args.eval_every == 0 or step == args.steps:
                 w0, c0 = time.perf_counter(), time.process_time()
                 act = lambda obs: model.predict(obs[0], deterministic=True)[0]  # noqa: E731
                 evals.append({"step": step, **evaluate(act, args.env, args.eval_episodes, args.eval_seed)})
+                evaluated = evals[-1]["return_mean"]
                 spent["wall"] += time.perf_counter() - w0
                 spent["cpu"] += time.process_time() - c0
                 returns = env.get_episode_rewards()[-10:]
                 train_curve.append([step, time.perf_counter() - start - spent["wall"],
                                     float(np.mean(returns)) if returns else float("nan")])
+            if evaluated is not None or step % summary_every == 0:
+                returns = env.get_episode_rewards()[-10:]
+                print(summary_line(step, float(np.mean(returns)) if returns else float("nan"), evaluated),
+                      flush=True)
             return True
 
     model.learn(total_timesteps=args.steps, callback=EvalEvery())

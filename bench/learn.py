@@ -33,7 +33,7 @@ import warnings
 from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
-from bench import cost, plan, resume
+from bench import cost, plan, progress, resume
 from bench.invocation import git_state, machine_kind
 from bench.invocation import new_id as new_invocation_id
 from bench.metrics import same_invocation, steps_to_threshold
@@ -152,10 +152,6 @@ def write_builds() -> str:
     return builds
 
 
-def _clock(seconds: float) -> str:
-    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
-
-
 def progress_line(r: Dict[str, Any], done: int, total: int, elapsed: float) -> str:
     head = f"[{done}/{total}] {r['mode']:<14} {r['scene']:<9} {r['trainer']:<12} seed {r['seed']}: "
     if r.get("error"):
@@ -165,8 +161,7 @@ def progress_line(r: Dict[str, Any], done: int, total: int, elapsed: float) -> s
         final = "n/a" if r["final_mean_reward"] is None else f"{r['final_mean_reward']:.2f}"
         body = (f"{r['steps']} steps in {r['wall_seconds']:.0f} s, final {final}, "
                 f"threshold {r['threshold']:g} {'reached at ' + str(hit[0]) if hit else 'not reached'}")
-    eta = elapsed / done * (total - done)
-    return head + body + f"  | elapsed {_clock(elapsed)}, ETA ~{_clock(eta)}"
+    return head + body + progress.timing(elapsed, done, total)
 
 
 def write_report(out: str) -> str:
@@ -564,11 +559,11 @@ def _execute(args, kind, command, out, inv, options, budget, jobs, skipped, plan
         session.update(ended=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), wall_seconds=round(seconds, 1),
                        runs_made=len(remaining), load_average_at_end=round(os.getloadavg()[0], 2))
         total = sum(s.get("wall_seconds", 0.0) for s in inv["sessions"])
-        env["elapsed"] = (_clock(total) + f" over {len(inv['sessions'])} session(s)" if len(inv["sessions"]) > 1
-                          else _clock(total)) + f" (load average at end {os.getloadavg()[0]:.1f})"
+        env["elapsed"] = (progress.clock(total) + f" over {len(inv['sessions'])} session(s)" if len(inv["sessions"]) > 1
+                          else progress.clock(total)) + f" (load average at end {os.getloadavg()[0]:.1f})"
         if len(inv["sessions"]) > 1:
             env["sessions"] = "; ".join(
-                f"{s['started']}: {s.get('runs_made', 0)} runs in {_clock(s.get('wall_seconds', 0.0))} at --jobs "
+                f"{s['started']}: {s.get('runs_made', 0)} runs in {progress.clock(s.get('wall_seconds', 0.0))} at --jobs "
                 f"{s['jobs']}, load {s['load_average_at_start']} at start" for s in inv["sessions"])
         inv["finished"] = not resume.progress(out, planned, KEY_FIELDS).todo
         _save(out, inv)
@@ -593,7 +588,7 @@ def run_speed_section(out: str, quick: bool, note: str, command: str) -> int:
     start = time.perf_counter()
     speed = run_speed(budget.replay_rows, 300 if quick else 600, quick=quick, log=lambda m: print(m, flush=True))
     print_speed_table(speed)
-    env["elapsed"] = _clock(time.perf_counter() - start) + f" (load average at end {os.getloadavg()[0]:.1f})"
+    env["elapsed"] = progress.clock(time.perf_counter() - start) + f" (load average at end {os.getloadavg()[0]:.1f})"
     _write_invocation(out, env, speed, [], "speed")
     print(f"[bench] report: {write_report(out)}")
     return 0

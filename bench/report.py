@@ -332,14 +332,16 @@ def results_block(runs: Sequence[dict], env: Dict[str, Any], report_link: Option
     return "\n".join(lines)
 
 
-def replace_results_block(text: str, block: str, name: str = "the file") -> str:
-    """``text`` with its one ``RESULTS_BEGIN``..``RESULTS_END`` block (markers included) replaced by ``block``;
-    ValueError naming ``name`` when the markers are missing, repeated or out of order."""
-    begins, ends = text.count(RESULTS_BEGIN), text.count(RESULTS_END)
+def replace_results_block(text: str, block: str, name: str = "the file", begin: str = RESULTS_BEGIN,
+                          end: str = RESULTS_END) -> str:
+    """``text`` with its one ``begin``..``end`` block (markers included; by default README's results table, bench
+    gym's table has its own) replaced by ``block``; ValueError naming ``name`` when the markers are missing,
+    repeated or out of order."""
+    begins, ends = text.count(begin), text.count(end)
     if begins != 1 or ends != 1:
-        raise ValueError(f"{name} must hold exactly one {RESULTS_BEGIN} and one {RESULTS_END} line (found "
+        raise ValueError(f"{name} must hold exactly one {begin} and one {end} line (found "
                          f"{begins} and {ends}); add them where the results table goes")
-    start, end = text.index(RESULTS_BEGIN), text.index(RESULTS_END)
-    if end < start:
-        raise ValueError(f"{name}: {RESULTS_END} comes before {RESULTS_BEGIN}")
-    return text[:start] + block + text[end + len(RESULTS_END):]
+    start, stop = text.index(begin), text.index(end)
+    if stop < start:
+        raise ValueError(f"{name}: {end} comes before {begin}")
+    return text[:start] + block + text[stop + len(end):]

@@ -131,7 +131,7 @@ def test_every_trainer_has_a_config_for_every_task():
 
 
 @pytest.mark.e2e
-def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monkeypatch):
+def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monkeypatch, capsys):
     pytest.importorskip("mujoco", reason="MuJoCo (gymnasium[mujoco]) is not installed")
     trainers = "fast_sac,sb3_sac"
     try:
@@ -156,6 +156,13 @@ def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monke
         assert split["trainer"] > 0
     ml = records[0]["cpu_by_process"]  # mlagents-learn: its environment worker and the stand-in build were seen
     assert ml["env_worker"] > 0 and ml["build"] > 0 and ml["processes"] >= 3
+    from bench.invocation import machine_kind
+
+    assert all(r["machine_kind"] == machine_kind() and r["commit"] and r["command"].startswith("python -m bench gym")
+               for r in records)
+    printed = capsys.readouterr().out
+    assert "[bench gym] run 1/" in printed and "started: fast_sac HalfCheetah-v5 seed 0" in printed
+    assert f"[1/{len(records)}] fast_sac HalfCheetah-v5 seed 0: " in printed and "ETA" in printed
     assert records[0]["config"]["max_steps"] == 400 and records[0]["config"]["hyperparameters"]["buffer_init_steps"] == 100
     report = (out / "REPORT.md").read_text()
     assert "## HalfCheetah-v5, 400 steps" in report and "| HalfCheetah | 100k | 6156 ± 700 | 8112 ± 896 |" in report
@@ -243,3 +250,184 @@ def test_gym_split_config_and_table_per_1k_steps():
     assert cells[:11] == ["1", "x", "2000", "100.0", "10.00", "7.00", "1.00", "1.00", "0.50", "0.25", "0.25"]
     assert cells[11] == "2.00" and cells[-1] == "2.75"  # env, and env + host + inference + intake + stats
     assert "error: RuntimeError: boom" in lines[3]
+# ------------------------------------------------------------------------------------------------ progress
+def test_progress_reports_runs_in_flight_from_their_logs_with_an_eta_over_steps(tmp_path):
+    import argparse
+
+    from bench import gym_peers
+
+    now = {"t": 0.0}
+    prog = bench_gym.Progress(4, 10_000, clock=lambda: now["t"])
+    assert prog.begin("fast_sac", "HalfCheetah-v5", 0) == ("[bench gym] run 1/4 started: fast_sac HalfCheetah-v5 "
+                                                           "seed 0  | elapsed 0:00, ETA ?")
+    prog.begin("sb3_sac", "HalfCheetah-v5", 0)
+    args = argparse.Namespace(progress=prog, steps=10_000)
+    ml, peer = bench_gym.live_run(args, "fast_sac", "HalfCheetah-v5", 0), bench_gym.live_run(args, "sb3_sac",
+                                                                                              "HalfCheetah-v5", 0)
+    assert (ml.number, peer.number) == (1, 2)
+    assert prog.poll() == []  # no log yet: nothing to say
+    ml_log, peer_log = tmp_path / "learn.log", tmp_path / "peer.log"
+    ml.watch(str(ml_log))
+    peer.watch(str(peer_log))
+    ml_log.write_text("[INFO] Connected.\n[INFO] HalfCheetah. Step: 2000. Time Elapsed: 9.1 s. Mean Reward: -385.556. "
+                      "Std of Reward: 4.7. Training.\n[INFO] HalfCheetah. Step: 4000. Time Elapsed: 20.0 s. No episode "
+                      "was completed since last summary. Training.\n[INFO] HalfCheetah. Step: 600")  # a line in writing
+    peer_log.write_text(gym_peers.summary_line(1000, 12.5) + "\n" + gym_peers.summary_line(2000, 20.25, 345.5) + "\n")
+    now["t"] = 60.0
+    # 4000 + 2000 of 40000 planned steps in 60 s: 340 s left
+    assert prog.poll() == [
+        "[bench gym] run 1/4 fast_sac HalfCheetah-v5 seed 0: 4,000/10,000 steps, train return -385.6"
+        "  | elapsed 1:00, ETA ~5:40",
+        "[bench gym] run 2/4 sb3_sac HalfCheetah-v5 seed 0: 2,000/10,000 steps, train return 20.2, last eval 345.5 "
+        "at 2,000  | elapsed 1:00, ETA ~5:40"]
+    assert prog.poll() == []  # nothing new
+    with open(ml_log, "a") as f:
+        f.write("0. Time Elapsed: 30.0 s. Mean Reward: 1.5e+03. Std of Reward: 3. Training.\n")
+    ml.phase = "trained, evaluating 2 checkpoints"
+    (line,) = prog.poll()
+    assert line.startswith("[bench gym] run 1/4 fast_sac HalfCheetah-v5 seed 0: 6,000/10,000 steps, train return "
+                           "1500.0; trained, evaluating 2 checkpoints")
+    now["t"] = 100.0
+    done = _rec("fast_sac", 0, [(5_024, 1.0), (10_048, 9.0)])
+    done.update(steps=10_048, steps_per_cpu_s=111.64)
+    # 10000 (finished) + 2000 of 40000 in 100 s: 233 s left
+    assert prog.end(done) == ("[1/4] fast_sac HalfCheetah-v5 seed 0: 10048 steps, eval 9.0 at 10048, 100 s wall, 90 s "
+                              "CPU (111.6 env steps / CPU s)  | elapsed 1:40, ETA ~3:53")
+    failed = _rec("sb3_sac", 0, [], error="RuntimeError: boom")
+    assert prog.end(failed).startswith("[2/4] sb3_sac HalfCheetah-v5 seed 0: FAILED RuntimeError: boom  | elapsed")
+    assert prog.live == {}
+    # a run made outside an invocation gets a detached LiveRun
+    assert bench_gym.live_run(argparse.Namespace(steps=5), "sac", "Hopper-v5", 1).number == 0
+
+
+def test_ticker_prints_what_poll_returns_until_stopped():
+    import io
+    import time
+
+    from bench import progress
+
+    out, calls = io.StringIO(), []
+
+    def poll():
+        calls.append(1)
+        return [f"line {len(calls)}"] if len(calls) <= 2 else []
+
+    with progress.Ticker(poll, 0.01, out=out):
+        deadline = time.monotonic() + 10
+        while len(calls) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    n = len(calls)
+    time.sleep(0.05)
+    assert len(calls) == n and out.getvalue() == "line 1\nline 2\n"
+    assert progress.timing(90.0, 3, 4) == "  | elapsed 1:30, ETA ~0:30" and progress.eta_seconds(5.0, 0, 4) is None
+
+
+# ------------------------------------------------------------------------------------------------ README table, kinds
+EPYC, XEON = "2 cores, AMD EPYC 7B13", "2 cores, Intel(R) Xeon(R) Processor @ 2.50GHz"
+
+
+def _stamped(trainer, seed, final, speed, kind=EPYC, scene="HalfCheetah-v5", steps=100_000, error=None,
+             invocation="inv-A", commit="abc123def456"):
+    r = _rec(trainer, seed, [(steps // 2, final / 2), (steps + 48, final)] if error is None else [], steps=steps,
+             scene=scene, speed=speed, error=error)
+    r.update(machine_kind=kind, commit=commit, invocation=invocation, eval_episodes=10,
+             command=f"python -m bench gym --steps {steps}", origin=bench_gym.ORIGIN[trainer])
+    return r
+
+
+def _field_records():
+    return [
+        _stamped("fast_sac", 0, 4000.0, 60.0), _stamped("fast_sac", 1, 5000.0, 62.0),
+        # continued on another kind of machine: its return counts, its speed does not
+        _stamped("fast_sac", 2, 4500.0, 30.0, kind=XEON, invocation="inv-B"),
+        _stamped("sb3_sac", 0, 5800.0, 40.0), _stamped("sb3_sac", 1, 0.0, 0.0, error="RuntimeError: x"),
+        _stamped("sb3_crossq", 0, 100.0, 20.0, steps=10_000),  # a short run for its cost only
+        _stamped("fast_sac", 0, 800.0, 58.0, scene="Hopper-v5"),
+    ]
+
+
+def test_readme_block_has_medians_ranges_one_kinds_speeds_and_the_published_columns():
+    block = bench_gym.readme_block(_field_records(), 100_000, report_link="bench/results/gym/REPORT.md")
+    lines = block.splitlines()
+    assert lines[0] == bench_gym.GYM_BEGIN and lines[-1] == bench_gym.GYM_END
+    assert ("invocations `inv-A` (`python -m bench gym --steps 10000`; `python -m bench gym --steps 100000`, code "
+            "abc123def456, 6 runs); `inv-B` (`python -m bench gym --steps 100000`, code abc123def456, 1 runs).") in block
+    assert "([report](bench/results/gym/REPORT.md))" in block and "at 100k env steps (10 episodes)" in block
+    assert f"on {EPYC} (1 runs on other machine kinds count in the returns only)" in block
+    assert "dojeon-ai/SimbaV2" in block and "facebookresearch/MRQ" in block
+    table = lines[lines.index(next(x for x in lines if x.startswith("| task |"))):-1]
+    assert table[0] == ("| task | trainer | seeds | return at 100k | env steps / CPU s | SAC (published) "
+                        "| CrossQ (published) | MR.Q (published) |")
+    assert table[2:] == [
+        "| HalfCheetah-v5 | **fast_sac** | 3 | 4500 (4000 – 5000) | 61.0 | 6156 ± 700 | 8112 ± 896 | 7872 |",
+        "| HalfCheetah-v5 | sb3_sac | 1 of 2 | 5800 | 40.0 |  |  |  |",
+        "| HalfCheetah-v5 | sb3_crossq | 1 | — (ran 10k steps: speed only) | 20.0 |  |  |  |",
+        "| Hopper-v5 | **fast_sac** | 1 | 800 | 58.0 | 1103 ± 368 | 2764 ± 781 | 2249 |",
+    ]
+    # the other kind on request: only its records give speeds
+    other = bench_gym.readme_block(_field_records(), 100_000, wanted_kind="xeon")
+    assert "| HalfCheetah-v5 | **fast_sac** | 3 | 4500 (4000 – 5000) | 30.0 |" in other
+    assert "| HalfCheetah-v5 | sb3_sac | 1 of 2 | 5800 | — |" in other
+    with pytest.raises(ValueError, match="matches 2 of the records' machine kinds"):
+        bench_gym.readme_block(_field_records(), 100_000, wanted_kind="2 cores")
+    with pytest.raises(ValueError, match=r"no finished run at 300000 env steps .*\[10000, 100000\]"):
+        bench_gym.readme_block(_field_records(), 300_000)
+
+
+def _write_records(out, records):
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_report_only_update_readme_writes_the_block_between_its_markers(tmp_path, capsys):
+    out = tmp_path / "bench" / "results" / "gym"
+    _write_records(out, _field_records())
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n\n{bench_gym.GYM_BEGIN}\nold table\n{bench_gym.GYM_END}\n\nafter\n")
+    assert bench_gym.main(["--report-only", "--update-readme", str(readme), "--out", str(out)]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nbefore\n\n<!-- gym:begin -->\nFrom `python -m bench gym` ([report]"
+                           "(bench/results/gym/REPORT.md)")
+    assert text.endswith("<!-- gym:end -->\n\nafter\n") and "old table" not in text
+    assert "| Hopper-v5 | **fast_sac** | 1 | 800 | 58.0 |" in text
+    # the same records give the same file
+    assert bench_gym.main(["--report-only", "--update-readme", str(readme), "--out", str(out)]) == 0
+    assert readme.read_text() == text
+    # a README without the markers, or records without a run at --steps: an error, the file as it was
+    bare = tmp_path / "BARE.md"
+    bare.write_text("no markers\n")
+    capsys.readouterr()
+    assert bench_gym.main(["--report-only", "--update-readme", str(bare), "--out", str(out)]) == 2
+    assert "must hold exactly one <!-- gym:begin -->" in capsys.readouterr().err and bare.read_text() == "no markers\n"
+    assert bench_gym.main(["--report-only", "--update-readme", str(readme), "--out", str(out),
+                           "--steps", "300000"]) == 2
+    assert "no finished run at 300000" in capsys.readouterr().err and readme.read_text() == text
+
+
+def test_the_repository_readme_has_one_gym_block():
+    with open(os.path.join(REPO, "README.md")) as f:
+        text = f.read()
+    assert text.count(bench_gym.GYM_BEGIN) == 1 and text.count(bench_gym.GYM_END) == 1
+    assert text.index(bench_gym.GYM_BEGIN) < text.index(bench_gym.GYM_END)
+
+
+def test_report_of_records_from_two_machine_kinds_takes_costs_from_one(tmp_path, capsys):
+    out = tmp_path / "out"
+    _write_records(out, _field_records())
+    assert bench_gym.main(["--report-only", "--out", str(out)]) == 0
+    report = (out / "REPORT.md").read_text()
+    assert (f"Records from 2 machine kinds: returns from all of them; the cost columns (env steps / CPU s, wall s, "
+            f"CPU s) only from the 5 runs on {EPYC} (left out of them: {XEON}: 1 runs).") in report
+    # returns over all three seeds (mean ± std), speed over the two EPYC seeds
+    assert "| **fast_sac** | 3 | 4500 ± 408 | 10 ± 0 | 61.0 ± 1.0 | 100 ± 0 | 90 ± 0 |" in report
+    assert f"seed 2 (100048 steps, 100 s wall, 90 s CPU on {XEON})" in report
+    assert bench_gym.main(["--report-only", "--out", str(out), "--speed-kind", "Xeon"]) == 0
+    assert "| **fast_sac** | 3 | 4500 ± 408 | 10 ± 0 | 30.0 | 100 | 90 |" in (out / "REPORT.md").read_text()
+    capsys.readouterr()
+    assert bench_gym.main(["--report-only", "--out", str(out), "--speed-kind", "ARM"]) == 2
+    assert "--speed-kind 'ARM' matches 0" in capsys.readouterr().err
+    assert bench_gym.main(["--out", str(out), "--speed-kind", "Xeon"]) == 2
+    # records of one kind (or older records without the field) say so and keep every cost
+    _write_records(out, [r for r in _field_records() if r["machine_kind"] == EPYC])
+    assert bench_gym.main(["--report-only", "--out", str(out)]) == 0
+    assert f"Machine kind: {EPYC}." in (out / "REPORT.md").read_text()
