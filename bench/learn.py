@@ -423,7 +423,9 @@ def run(args: argparse.Namespace, kind: str, command: str) -> int:
                 code = _in_worktree(args, kind, inv, out)
                 if code is not None:
                     return code
-            resume.check_pinned(inv["environment"], out, REPO)
+            note = resume.check_pinned(inv["environment"], out, REPO)
+            if note:
+                print(f"[bench] note: {note}", flush=True)
             options = inv.get("plan_options", {})
         else:
             out, inv = os.path.abspath(args.out), None
@@ -533,7 +535,8 @@ def _execute(args, kind, command, out, inv, options, budget, jobs, skipped, plan
         _save(out, inv)
         builds = write_builds() if any(j.mode == "mlagents-learn" for j in remaining) else None
         start = time.perf_counter()
-        stamp = {"commit": env.get("commit"), "machine_kind": env.get("machine_kind")}
+        # this session's machine kind (a continuation may run on another kind than the start's; see timing_kind)
+        stamp = {"commit": env.get("commit"), "machine_kind": machine_kind()}
         if remaining:
             ctx = multiprocessing.get_context("spawn")
             # One fresh process per run (maxtasksperchild=1): no run inherits another's compiled graphs, caches or

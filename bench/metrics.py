@@ -174,10 +174,11 @@ def same_invocation(runs: Sequence[dict]) -> str:
     return ids[0]
 
 
-def same_commit_and_machine(runs: Sequence[dict]) -> None:
-    """ValueError when ``runs`` come from more than one code commit or machine kind (a continued invocation must
-    stay on one of each; records older than issue 44 carry neither and count as one)."""
-    for name, what in (("commit", "commits"), ("machine_kind", "machine kinds")):
+def same_commit_and_machine(runs: Sequence[dict], fields: Sequence[Tuple[str, str]] = (
+        ("commit", "commits"), ("machine_kind", "machine kinds"))) -> None:
+    """ValueError when ``runs`` come from more than one value of each of ``fields`` (by default: more than one code
+    commit or machine kind; records older than issue 44 carry neither and count as one)."""
+    for name, what in fields:
         counts: Dict[str, int] = {}
         for r in runs:
             counts[str(r.get(name))] = counts.get(str(r.get(name)), 0) + 1
@@ -187,8 +188,57 @@ def same_commit_and_machine(runs: Sequence[dict]) -> None:
                              f"{len(counts)} {what}: {found}")
 
 
-def ratios(runs: Sequence[dict], baselines: Sequence[str] = BUILTIN_TRAINERS) -> List[Ratio]:
-    """Ratios of every trainer of ours against each baseline run on the same scene and mode.
+def same_commit(runs: Sequence[dict]) -> None:
+    """ValueError when ``runs`` come from more than one code commit (their machine kinds may differ: a continued
+    invocation may resume on another kind of machine; ``timing_kind`` keeps its seconds apart)."""
+    same_commit_and_machine(runs, (("commit", "commits"),))
+
+
+def machine_kinds(runs: Sequence[dict]) -> Dict[str, int]:
+    """Runs per machine kind (``str`` of the field: records without it count as ``None``), in first-seen order."""
+    counts: Dict[str, int] = {}
+    for r in runs:
+        counts[str(r.get("machine_kind"))] = counts.get(str(r.get("machine_kind")), 0) + 1
+    return counts
+
+
+def timing_kind(runs: Sequence[dict], preferred: Optional[str] = None) -> Optional[str]:
+    """The machine kind whose runs give the seconds of a report whose runs ran on several kinds: ``preferred`` (the
+    invocation's starting kind) when runs of it are there, else the kind of most runs; None when all runs share
+    one kind (every run's seconds count).  Returns and steps count from every run: a second of one kind of machine
+    is not one of another, a step is."""
+    counts = machine_kinds(runs)
+    if len(counts) <= 1:
+        return None
+    if preferred is not None and str(preferred) in counts:
+        return str(preferred)
+    return max(counts, key=lambda k: counts[k])
+
+
+#: the fields of a Summary measured in seconds (from the runs of one machine kind: ``summarize_timed``)
+TIMING_FIELDS = ("median_seconds_to_threshold", "steps_per_second", "update_seconds_per_1k_steps", "save_seconds",
+                 "load_seconds")
+
+
+def summarize_timed(runs: Sequence[dict], kind: Optional[str] = None) -> List[Summary]:
+    """``summarize(runs)`` with its seconds (``TIMING_FIELDS``) from the runs of machine ``kind`` only (None: from
+    every run); a cell without a run of that kind has no seconds."""
+    summaries = summarize(runs)
+    if kind is None:
+        return summaries
+    timed = {(s.mode, s.scene, s.trainer): s for s in summarize([r for r in runs
+                                                                  if str(r.get("machine_kind")) == kind])}
+    for s in summaries:
+        t = timed.get((s.mode, s.scene, s.trainer))
+        for name in TIMING_FIELDS:
+            setattr(s, name, None if t is None else getattr(t, name))
+    return summaries
+
+
+def ratios(runs: Sequence[dict], baselines: Sequence[str] = BUILTIN_TRAINERS,
+           kind: Optional[str] = None) -> List[Ratio]:
+    """Ratios of every trainer of ours against each baseline run on the same scene and mode; the speed and time
+    ratios from the runs of machine ``kind`` only (``summarize_timed``).
 
     All ``runs`` must share one invocation id (``same_invocation``), so a ratio never mixes a fresh
     run with a remembered number.
@@ -196,7 +246,7 @@ def ratios(runs: Sequence[dict], baselines: Sequence[str] = BUILTIN_TRAINERS) ->
     if not runs:
         return []
     same_invocation(runs)
-    cells = {(s.mode, s.scene, s.trainer): s for s in summarize(runs)}
+    cells = {(s.mode, s.scene, s.trainer): s for s in summarize_timed(runs, kind)}
     out = []
     for (mode, scene, trainer), ours in cells.items():
         if ours.origin != "ours":

@@ -7,8 +7,8 @@ import json
 import statistics
 from typing import Any, Dict, List, Optional, Sequence
 
-from bench.metrics import (Summary, best_rolling_mean, collapsed, ratios, same_commit_and_machine, same_invocation,
-                           steps_to_threshold, summarize)
+from bench.metrics import (Summary, best_rolling_mean, collapsed, machine_kinds, ratios, same_commit, same_invocation,
+                           steps_to_threshold, summarize_timed, timing_kind)
 
 DASH = "—"
 
@@ -73,8 +73,8 @@ def summary_table(summaries: Sequence[Summary]) -> List[str]:
     return [SUMMARY_HEADER, SUMMARY_RULE] + [summary_row(s) for s in summaries]
 
 
-def ratio_table(runs: Sequence[dict], mode: str) -> List[str]:
-    rows = [r for r in ratios(runs) if r.mode == mode]
+def ratio_table(runs: Sequence[dict], mode: str, kind: Optional[str] = None) -> List[str]:
+    rows = [r for r in ratios(runs, kind=kind) if r.mode == mode]
     if not rows:
         return ["No ratio: no trainer of ours and built-in ran on the same scene in this mode."]
     lines = [RATIO_HEADER, RATIO_RULE]
@@ -239,19 +239,25 @@ def render_report(
 ) -> str:
     """The whole REPORT.md.  ``plots`` maps scene -> PNG path relative to the report."""
     invocation = same_invocation(runs) if runs else env.get("invocation", DASH)
-    same_commit_and_machine(runs)
+    same_commit(runs)
+    kind = timing_kind(runs, env.get("machine_kind"))
     lines = ["# Benchmark report: our trainers vs ML-Agents' built-in sac / ppo", ""]
     lines += [f"- **Invocation:** `{invocation}` (every number and ratio below comes from this one run)"]
     lines += environment_lines(env)
+    if kind is not None:
+        others = "; ".join(f"{k}: {n} runs" for k, n in machine_kinds(runs).items() if k != kind)
+        lines += [f"- **Machine kinds:** continued on another kind of machine; steps and returns from every run, "
+                  f"seconds, speeds and their ratios only from the {machine_kinds(runs)[kind]} runs on {kind} "
+                  f"(left out of them: {others})"]
     lines += ["", "Column meanings and how ratios are computed: [bench/README.md](../README.md).", ""]
-    summaries = summarize(runs)
+    summaries = summarize_timed(runs, kind)
     for mode in sorted({s.mode for s in summaries}, key=lambda m: m != "in_process"):
         lines += [f"## {MODE_TITLES.get(mode, mode)}", ""]
         lines += summary_table([s for s in summaries if s.mode == mode]) + [""]
         if mode in REPLAY_LEGEND:
             lines += [REPLAY_LEGEND[mode], ""]
         lines += ["Ratios against the built-in trainers of this same invocation:", ""]
-        lines += ratio_table(runs, mode) + [""]
+        lines += ratio_table(runs, mode, kind) + [""]
         lines += ["Per seed (best rolling mean: the highest mean of 3 consecutive summaries):", ""]
         lines += per_seed_table(runs, mode) + [""]
         errors = [f"- {s.trainer} on {s.scene}: {e}" for s in summaries if s.mode == mode for e in s.errors]
@@ -312,7 +318,7 @@ def results_table(runs: Sequence[dict]) -> List[str]:
 def results_block(runs: Sequence[dict], env: Dict[str, Any], report_link: Optional[str] = None) -> str:
     """The README-ready results block of one defaults invocation, markers included."""
     invocation = same_invocation(runs)
-    same_commit_and_machine(runs)
+    same_commit(runs)  # no seconds in the table: runs of every machine kind count
     seeds = max((len({r["seed"] for r in runs if r["scene"] == s and r["trainer"] == t})
                  for s, t in {(r["scene"], r["trainer"]) for r in runs}), default=0)
     source = f"[its report]({report_link})" if report_link else "this report"

@@ -17,8 +17,9 @@ The API, for any command:
 * ``append_record(DIR, record)``, ``mark_started(DIR, key)``.
 * ``Lock(DIR)``: one writer per folder (a second invocation on the same folder is refused, not interleaved).
 * Pinning to a commit: ``check_pinned(environment, DIR, repo)`` refuses (``Refused``, naming both commits) a
-  continuation from a checkout on another commit, with uncommitted changes, or on another machine kind, given the
-  ``environment`` an invocation recorded at its start (``commit``, ``commit_full``, ``machine_kind``);
+  continuation from a checkout on another commit or with uncommitted changes, given the ``environment`` an
+  invocation recorded at its start (``commit``, ``commit_full``, ``machine_kind``); on another machine kind it
+  returns a note and the continuation goes on (the report keeps that kind's seconds apart);
   ``check_worktree(PATH, commit)`` checks a ``--worktree`` is a clean checkout of that commit and
   ``run_in_checkout(PATH, argv, repo)`` runs ``python -m bench <argv>`` there (PATH first on ``PYTHONPATH``).
 
@@ -219,9 +220,11 @@ class Refused(Exception):
     """An invocation that must not start; the message says why and what to do."""
 
 
-def check_pinned(env: Dict[str, Any], out: str, repo: str) -> None:
+def check_pinned(env: Dict[str, Any], out: str, repo: str) -> Optional[str]:
     """Refuse (``Refused``) continuing the invocation whose start recorded ``env`` from the checkout ``repo``
-    unless ``repo`` is a clean checkout of its starting commit on a machine of the same kind."""
+    unless ``repo`` is a clean checkout of its starting commit.  On another kind of machine it goes on, with the
+    note returned (None on the same kind): its runs are stamped with this kind, and the report takes their steps
+    and returns but the seconds of one kind only (``bench.metrics.timing_kind``)."""
     start = env.get("commit_full")
     if not start:
         raise Refused(f"{out}/invocation.json records no full commit (an invocation made before --continue "
@@ -237,8 +240,10 @@ def check_pinned(env: Dict[str, Any], out: str, repo: str) -> None:
                       f"{start[:12]} {start[:12]} and add --worktree /tmp/bench-{start[:12]}")
     kind_then, kind_now = env.get("machine_kind"), machine_kind()
     if kind_then != kind_now:
-        raise Refused(f"the invocation in {out} started on a {kind_then!r} machine; this one is {kind_now!r}. A "
-                      "report takes the records of one machine kind: continue it on that kind of machine")
+        return (f"the invocation in {out} started on a {kind_then!r} machine; this one is {kind_now!r}: the runs "
+                "made here count in the report's steps and returns, its seconds and speeds come from the runs on "
+                "the starting kind")
+    return None
 
 
 def check_worktree(path: str, start: Optional[str]) -> str:

@@ -152,22 +152,44 @@ def test_history_reads_machine_kind_from_invocation_or_report(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- report refusals
-def test_report_refuses_records_of_two_commits_or_two_machine_kinds(tmp_path):
+def test_report_refuses_records_of_two_commits_and_keeps_seconds_of_one_machine_kind(tmp_path):
     from bench.learn import write_report
+    from bench.metrics import ratios, summarize_timed, timing_kind
 
-    one = [dict(rec("sac", s, [[1000, 1.0, 2.0]]), commit="aaaa", machine_kind="2 cores, AMD EPYC") for s in (0, 1)]
+    epyc, xeon = "2 cores, AMD EPYC", "16 cores, Xeon"
+    one = [dict(rec("sac", s, [[1000, 1.0, 2.0]]), commit="aaaa", machine_kind=epyc) for s in (0, 1)]
     same_commit_and_machine(one)
     other_commit = one + [dict(one[0], seed=2, commit="bbbb")]
     with pytest.raises(ValueError, match=r"2 commits: aaaa \(2 runs\), bbbb \(1 runs\)"):
         same_commit_and_machine(other_commit)
-    other_machine = one + [dict(one[0], seed=2, machine_kind="16 cores, Xeon")]
+    # continued on another kind of machine: steps and returns from every run, seconds from the starting kind's
+    runs = [dict(rec("sac", s, [[1000, 4.0, 2.0]], wall=10.0, final=2.0), commit="aaaa", machine_kind=epyc)
+            for s in (0, 1)]
+    runs += [dict(rec("fast_sac", 0, [[500, 2.0, 2.0]], wall=5.0, final=4.0), commit="aaaa", machine_kind=epyc),
+             dict(rec("fast_sac", 1, [[1500, 30.0, 2.0]], wall=100.0, final=6.0), commit="aaaa", machine_kind=xeon)]
     with pytest.raises(ValueError, match="2 machine kinds"):
-        same_commit_and_machine(other_machine)
+        same_commit_and_machine(runs)
+    assert timing_kind(runs[:2]) is None and timing_kind(runs) == epyc and timing_kind(runs, xeon) == xeon
+    assert timing_kind(runs, "a kind without runs") == epyc  # the kind of most runs
+    ours = next(s for s in summarize_timed(runs, epyc) if s.trainer == "fast_sac")
+    assert (ours.seeds, ours.median_steps_to_threshold, ours.final_mean) == (2, 1000.0, 5.0)  # every run
+    assert (ours.median_seconds_to_threshold, ours.steps_per_second) == (2.0, 200.0)  # the EPYC run only
+    assert next(s for s in summarize_timed(runs, xeon) if s.trainer == "sac").steps_per_second is None
+    (ratio,) = ratios(runs, kind=epyc)
+    assert (ratio.speed, ratio.sample_efficiency, ratio.time_to_threshold) == (2.0, 1.0, 2.0)
     (tmp_path / "invocation.json").write_text(json.dumps(
-        {"kind": "defaults", "environment": {"invocation": "inv-A"}, "speed": [], "skipped": []}))
-    for r in other_machine:
+        {"kind": "defaults", "environment": {"invocation": "inv-A", "machine_kind": epyc}, "speed": [],
+         "skipped": []}))
+    for r in runs:
         resume.append_record(str(tmp_path), r)
-    with pytest.raises(ValueError, match="machine kind"):
+    report = open(write_report(str(tmp_path))).read()
+    assert (f"- **Machine kinds:** continued on another kind of machine; steps and returns from every run, seconds, "
+            f"speeds and their ratios only from the 3 runs on {epyc} (left out of them: {xeon}: 1 runs)") in report
+    assert "| balance | **fast_sac** | 2/2 | 1,000 | 2.0 | 5.00 ± 1.41 | 0/2 | 200 |" in report
+    assert "## Results table (README-ready)" in report  # the results block takes runs of both kinds
+    for r in other_commit:
+        resume.append_record(str(tmp_path), r)
+    with pytest.raises(ValueError, match="2 commits"):
         write_report(str(tmp_path))
 
 
@@ -317,3 +339,24 @@ def test_a_new_invocation_does_not_replace_an_unfinished_one(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "unfinished invocation X (1 of 2 runs recorded)" in err and f"--continue {tmp_path}" in err
     assert len(resume.read_records(str(tmp_path))[0]) == 1  # nothing replaced
+
+
+def test_a_continuation_on_another_machine_kind_goes_on_with_a_note(tmp_path):
+    from bench.invocation import git_state, machine_kind
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(git + ["add", "a.txt"], check=True)
+    subprocess.run(git + ["commit", "-qm", "a"], check=True)
+    head = git_state(str(repo))[0]
+    env = {"commit_full": head, "commit": head[:12], "machine_kind": machine_kind()}
+    assert resume.check_pinned(env, "OUT", str(repo)) is None
+    note = resume.check_pinned(dict(env, machine_kind="64 cores, Another CPU"), "OUT", str(repo))
+    assert note.startswith("the invocation in OUT started on a '64 cores, Another CPU' machine; this one is")
+    assert "seconds and speeds come from the runs on the starting kind" in note
+    (repo / "a.txt").write_text("changed\n")
+    with pytest.raises(resume.Refused, match="this checkout"):
+        resume.check_pinned(env, "OUT", str(repo))
