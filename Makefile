@@ -1,6 +1,7 @@
 # The two commands a new user needs (see README.md):
 #   make demo   - set up .venv and run a real mlagents-learn training on the bundled Balance stand-in scene
-#   make test   - set up .venv and run the default test suite (well under 20 minutes on 2 cores)
+#   make test   - set up .venv and run the default test suite on every core up to 4 (pytest-xdist; TEST_WORKERS=0:
+#                 one process), well under 12 minutes on 2 cores
 # PYTHON picks the interpreter (3.10 to 3.13, e.g. PYTHON=~/.pyenv/versions/3.13.0/bin/python3); any other than
 # the default python3 gets its own environment, .venv-3.X, so switching interpreters never mixes packages.
 PYTHON ?= python3
@@ -16,6 +17,11 @@ DEMO_RUN_ID ?= demo
 DEMO_CONFIG ?= configs/demo_balance.yaml
 DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
+# pytest-xdist workers of `make test`: one per core this process may use (nproc follows the CPU affinity), at most 4;
+# 0 on one core (no worker processes).  Tests that share a fixed resource (the Editor port 5004) carry one
+# xdist_group and run on one worker (--dist loadgroup).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ "$$n" -gt 4 ]; then n=4; fi; \
+	if [ "$$n" -lt 2 ]; then n=0; fi; echo $$n)
 
 .PHONY: setup demo test test-slow test-ray smoke bench bench-quick bench-defaults bench-screen bench-gym bench-ray bench-profile builds clean
 
@@ -31,7 +37,7 @@ demo: builds
 	$(PY) scripts/check_run.py results/$(DEMO_RUN_ID) Balance --scene balance
 
 test: setup
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)

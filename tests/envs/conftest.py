@@ -10,6 +10,9 @@ from mlagents_plugins.testing.ports import free_base_port, port_is_free  # noqa:
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EDITOR_PORT = 5004
+#: every test that listens on or connects to EDITOR_PORT carries this mark: pytest-xdist (`make test`, --dist
+#: loadgroup) runs them on one worker, one after the other, so two never race for the one port
+ON_EDITOR_PORT = pytest.mark.xdist_group("editor_port_5004")
 
 
 def wait_for_editor_port(seconds: float = 15.0) -> None:

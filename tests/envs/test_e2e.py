@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mlagents_plugins.testing.sockets import is_loopback, listening_addresses
-from tests.envs.conftest import EDITOR_PORT, REPO, free_base_port, popen_standin, wait_for_editor_port
+from tests.envs.conftest import EDITOR_PORT, ON_EDITOR_PORT, REPO, free_base_port, popen_standin, wait_for_editor_port
 
 pytestmark = pytest.mark.e2e
 
@@ -115,6 +115,7 @@ def _watch_listening(port, seen, stop):
         time.sleep(0.05)
 
 
+@ON_EDITOR_PORT
 def test_editor_mode(tmp_path):
     wait_for_editor_port()
     results = str(tmp_path / "results")

@@ -19,7 +19,7 @@ from mlagents_plugins.envs.scenes import ALL_SCENES, SCENES, scene_behaviors
 from mlagents_plugins.envs.scenes.variants import VARIANT_SPECS
 from mlagents_plugins.envs.standin import EXIT_TRAINER_LOST, main, split_unity_args
 
-from tests.envs.conftest import free_base_port, popen_standin, wait_for_editor_port
+from tests.envs.conftest import ON_EDITOR_PORT, free_base_port, popen_standin, wait_for_editor_port
 
 
 def open_env(builds, scene, tmp_path, **kwargs):
@@ -168,6 +168,7 @@ def test_trainer_that_vanishes_or_stops_answering_ends_the_standin(builds, tmp_p
     env.close()
 
 
+@ON_EDITOR_PORT
 def test_editor_mode_attach_on_5004(tmp_path):
     wait_for_editor_port()
     log = tmp_path / "editor.log"
