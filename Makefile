@@ -1,7 +1,7 @@
 # The two commands a new user needs (see README.md):
 #   make demo   - set up .venv and run a real mlagents-learn training on the bundled Balance stand-in scene
-#   make test   - set up .venv and run the default test suite on every core up to 4 (pytest-xdist; TEST_WORKERS=0:
-#                 one process), well under 12 minutes on 2 cores
+#   make test   - set up .venv and run the default test suite, one pytest-xdist worker per core up to 4
+#                 (TEST_WORKERS=0: one process)
 # PYTHON picks the interpreter (3.10 to 3.13, e.g. PYTHON=~/.pyenv/versions/3.13.0/bin/python3); any other than
 # the default python3 gets its own environment, .venv-3.X, so switching interpreters never mixes packages.
 PYTHON ?= python3
