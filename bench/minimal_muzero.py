@@ -24,10 +24,11 @@ import numpy as np
 import torch
 
 from bench.minimal_nets import RowStore, frozen_copy, polyak_, swish_mlp, t, tanh_gaussian_sample
+from bench.minimal_sac import FAST_SAC_OWN
 from bench.minimal_sac import SETTINGS as SAC_SETTINGS
 
 SETTINGS = dict(
-    {name: meaning for name, meaning in SAC_SETTINGS.items() if name != "critic_small_init"},  # fast_sac's own
+    {name: meaning for name, meaning in SAC_SETTINGS.items() if name not in FAST_SAC_OWN},
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions, as fast_sac)",
     latent_size="latent width", model_hidden_units="g/f width", model_num_layers="g/f depth",
     num_unroll_steps="K", td_steps="n", recurrent_gradient_scaling_factor="gradient scale into g",

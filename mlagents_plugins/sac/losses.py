@@ -444,7 +444,9 @@ def joint_critic_pass(
         next_out = nets.actor(batch.s_t, batch.mask_t)
     _check_actor_output("actor(s_t)", next_out, b, settings.cont_size, int(sum(settings.branches)))
     a_t, lp_c_t, lp_d_t = next_out
-    actions = None if a_t is None else torch.cat([batch.a_tm1_cont, a_t], dim=0)
+    # Detached: through the batch statistics the taken half's Q depends on the bootstrap actions, and the critic
+    # loss must not reach the actor that way (whatever the actor callable returns).
+    actions = None if a_t is None else torch.cat([batch.a_tm1_cont, a_t.detach()], dim=0)
     q1_both, q2_both = nets.critic(concat_states(batch.s_tm1, batch.s_t), actions)
     _check_q_pair("critic(s_tm1 + s_t)", q1_both, q2_both, 2 * b, s, a)
     with torch.no_grad():
