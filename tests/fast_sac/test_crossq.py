@@ -420,3 +420,37 @@ def test_compiled_whole_steps_match_the_two_graph_path_with_renorm_and_actor_del
             moved = max(moved, float((value - start[k][key]).abs().max()))
     assert moved > 5e-4
     assert int(runs["whole"]["q"]["q1.network_body._body_endoder.seq_layers.renorm.0.steps"]) == 7
+
+
+@pytest.mark.parametrize("task", ["halfcheetah", "hopper"])
+def test_crossq_preset_configs_hold_the_screened_recipe_and_build_a_target_free_trainer(tmp_path, task):
+    """configs/gym/fast_sac_crossq_<task>.yaml: the screen's ``crossq512`` settings over configs/gym/fast_sac_<task>.yaml
+    (bench/results/fast-sac-crossq-screen-2026-11-28)."""
+    import os
+
+    import yaml
+    from mlagents.trainers.settings import RunOptions, TrainerSettings
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "configs", "gym", f"fast_sac_crossq_{task}.yaml")) as f:
+        preset = yaml.safe_load(f)
+    with open(os.path.join(root, "configs", "gym", f"fast_sac_{task}.yaml")) as f:
+        plain = yaml.safe_load(f)
+    (name, cfg), = preset["behaviors"].items()
+    base = plain["behaviors"][name]
+    recipe = dict(learning_rate=1.0e-3, critic_batch_renorm=True, critic_hidden_units=512, adam_beta1=0.5,
+                  actor_update_every=3)
+    assert cfg["hyperparameters"] == {**{k: v for k, v in base["hyperparameters"].items() if k != "tau"}, **recipe}
+    assert {k: v for k, v in cfg.items() if k != "hyperparameters"} == {
+        k: v for k, v in base.items() if k != "hyperparameters"}
+    try:
+        settings = RunOptions.from_dict(preset).behaviors[name]
+    finally:
+        TrainerSettings.default_override = None
+    hp = settings.hyperparameters
+    assert hp.batch_renorm_spec() == (0.01, 100000) and hp.critic_hidden_units == 512
+    spec = behavior_spec(((11,),), cont=3)
+    trainer = make_trainer(spec, tmp_path, **{k: getattr(hp, k) for k in recipe}, compile_update=False)
+    head = trainer.optimizer.head
+    assert head.q_target is None and head.actor_update_every == 3
+    assert {m.out_features for m in head.q_net.modules() if isinstance(m, torch.nn.Linear)} == {512, 1}
