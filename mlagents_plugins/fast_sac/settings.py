@@ -33,7 +33,7 @@ class FastSACSettings(SACHeadSettings):
     # (finals 0.99 / 0.75 / 0.75 against 0.23 / -0.03 / 0.48) but the entity task fell from 3/3 to 0/3
     # (bench/results/tiny-fixes-2026-11-28).
     critic_small_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
-    # --- CrossQ's and XQC's critic ideas (issue #56; docs/fast_sac.md "CrossQ options"; all off by default) ---
+    # --- CrossQ's critic ideas (issue #56; docs/fast_sac_crossq.md; all off by default) ---
     # CrossQ's critics (Bhatt, Palenicek et al. 2024): batch renormalization (Ioffe 2017) before every linear layer
     # of both critics and before their value heads, no target critics (no Polyak update; ``tau`` unused), and the
     # taken and the bootstrap state-actions in one critic pass so the normalization sees both.  The actor stays a
