@@ -417,7 +417,8 @@ def test_compiled_whole_steps_match_the_two_graph_path_with_renorm_and_actor_del
             # as in tests/test_whole_step.py: float32 summation order only; a wrong buffer update or a skipped
             # parameter moves values by >= lr 3e-4 (parameters) or momentum x a batch statistic (buffers)
             torch.testing.assert_close(value, other, rtol=0, atol=1e-5, msg=f"{k}.{key}")
-            moved = max(moved, float((value - start[k][key]).abs().max()))
+            if value.numel():  # (no discrete temperatures here: an empty tensor)
+                moved = max(moved, float((value - start[k][key]).abs().max()))
     assert moved > 5e-4
     assert int(runs["whole"]["q"]["q1.network_body._body_endoder.seq_layers.renorm.0.steps"]) == 7
 
