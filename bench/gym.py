@@ -296,7 +296,28 @@ def ml_config(trainer: str, env_id: str, args: argparse.Namespace) -> Dict[str, 
     cfg["summary_freq"] = int(min(cfg.get("summary_freq", 5000), args.eval_every))
     if args.buffer_init_steps is not None:
         cfg["hyperparameters"]["buffer_init_steps"] = int(args.buffer_init_steps)
+    for path, value in getattr(args, "overrides", None) or []:
+        apply_override(cfg, path, value)
     return {"behaviors": {behavior: cfg}}
+
+
+def parse_override(text: str) -> Tuple[List[str], Any]:
+    """``--set KEY.PATH=VALUE`` -> (the key path, the value read as YAML): ``hyperparameters.adam_beta1=0.5``."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    path = [part for part in key.strip().split(".")]
+    if not sep or not all(path):
+        raise argparse.ArgumentTypeError(f"--set {text!r}: KEY.PATH=VALUE, e.g. hyperparameters.adam_beta1=0.5")
+    return path, yaml.safe_load(value)
+
+
+def apply_override(cfg: Dict[str, Any], path: Sequence[str], value: Any) -> None:
+    """Set ``cfg[path[0]][path[1]]... = value`` in a behavior's settings, creating the sections on the way."""
+    node = cfg
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
 
 
 def parse_console(text: str, behavior: str) -> List[List[float]]:
@@ -970,6 +991,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speed-kind", default=None, metavar="TEXT",
                    help="records of several machine kinds: the speed columns from the kind containing TEXT (e.g. "
                         "EPYC; default: the kind with the most records)")
+    p.add_argument("--set", dest="overrides", type=parse_override, action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting of the ML-Agents trainers' configs (repeatable), a dotted path into the "
+                        "behavior's settings and a YAML value: --set hyperparameters.adam_beta1=0.5")
     return p
 
 

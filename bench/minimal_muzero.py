@@ -24,12 +24,11 @@ import numpy as np
 import torch
 
 from bench.minimal_nets import RowStore, frozen_copy, polyak_, swish_mlp, t, tanh_gaussian_sample
+from bench.minimal_sac import FAST_SAC_OWN
 from bench.minimal_sac import SETTINGS as SAC_SETTINGS
 
 SETTINGS = dict(
-    # critic_small_init, critic_warmup_updates and critic_neutral_init are fast_sac's own
-    {name: meaning for name, meaning in SAC_SETTINGS.items()
-     if name not in ("critic_small_init", "critic_warmup_updates", "critic_neutral_init")},
+    {name: meaning for name, meaning in SAC_SETTINGS.items() if name not in FAST_SAC_OWN},
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions, as fast_sac)",
     latent_size="latent width", model_hidden_units="g/f width", model_num_layers="g/f depth",
     num_unroll_steps="K", td_steps="n", recurrent_gradient_scaling_factor="gradient scale into g",

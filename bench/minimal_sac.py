@@ -32,15 +32,26 @@ SETTINGS = dict(
     critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
     critic_warmup_updates="the first updates train the critics alone",
     critic_neutral_init="checked: false (ML-Agents' initialization of the critics' action inputs)",
+    critic_batch_renorm="checked: false (SAC's critics with Polyak targets)",
+    batch_renorm_momentum="no work: critic_batch_renorm false",
+    batch_renorm_warmup="no work: critic_batch_renorm false",
+    critic_hidden_units="critics' width (null: hidden_units)",
+    adam_beta1="Adam's beta1",
+    actor_update_every="checked: 1 (the actor steps on every update)",
 )
+#: fast_sac's own settings (not the SAC head's): muzero_repr's minimal loop leaves them out.
+FAST_SAC_OWN = ("critic_small_init", "critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm", "batch_renorm_momentum", "batch_renorm_warmup",
+                "critic_hidden_units", "adam_beta1", "actor_update_every")
 
 
 class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
-        if hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init or hp.critic_neutral_init:
-            raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective and "
-                             "critic_small_init and critic_neutral_init: false only")
+        if (hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init or hp.critic_neutral_init
+                or hp.critic_batch_renorm or hp.actor_update_every != 1):
+            raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective, "
+                             "critic_small_init, critic_neutral_init and critic_batch_renorm: false and "
+                             "actor_update_every: 1 only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
@@ -49,14 +60,16 @@ class MinimalSAC:
         self.body = swish_mlp(obs_size, h, n)
         self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)
         normed = hp.critics_layer_normed(0)  # continuous actions only
-        self.q1 = swish_mlp(obs_size + act_size, h, n, 1, layer_norm=normed)
-        self.q2 = swish_mlp(obs_size + act_size, h, n, 1, layer_norm=normed)
+        hc = hp.critic_hidden_units or h
+        self.q1 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed)
+        self.q2 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed)
         self.q = torch.nn.ModuleList([self.q1, self.q2])
         self.q_target = frozen_copy(self.q)
         self.log_alpha = torch.nn.Parameter(torch.full((1,), float(np.log(hp.init_entcoef))))
         actor = list(self.body.parameters()) + list(self.mu.parameters()) + list(self.log_sigma.parameters())
         self.adam = torch.optim.Adam([{"params": actor}, {"params": list(self.q.parameters())},
-                                     {"params": [self.log_alpha]}], lr=hp.learning_rate, foreach=True)
+                                     {"params": [self.log_alpha]}], lr=hp.learning_rate,
+                                    betas=(hp.adam_beta1, 0.999), foreach=True)
         self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed))
         self.warmup_left = hp.critic_warmup_updates  # updates still to train the critics alone
         self.discounts = self.gamma ** np.arange(self.n_step, dtype=np.float32)

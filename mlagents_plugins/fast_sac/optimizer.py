@@ -9,6 +9,7 @@ speed difference.
 """
 from typing import Dict, List, Optional, Tuple, cast
 
+import attr
 from mlagents.torch_utils import default_device, torch
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
@@ -32,12 +33,15 @@ class FastSACOptimizer(TorchOptimizer):
         self.stream_names = list(self.reward_signals.keys())
         self.gammas = [self.reward_signals[n].gamma for n in self.stream_names]
         self.use_done = [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names]
+        critic_settings = policy.network_settings
+        if hp.critic_hidden_units is not None:
+            critic_settings = attr.evolve(critic_settings, hidden_units=int(hp.critic_hidden_units))
         self.head = SACHead(
             hp,
             self.action_spec,
             self.stream_names,
             policy.behavior_spec.observation_specs,
-            policy.network_settings,
+            critic_settings,
             actor_params=[p for p in policy.actor.parameters() if p.requires_grad],
             # Forward passes and losses, compiled when ``compile_update`` (parameters are updated outside it).
             loss_fn=self._total_loss,
@@ -48,6 +52,10 @@ class FastSACOptimizer(TorchOptimizer):
             small_critic_init=bool(hp.critic_small_init),
             critic_warmup_updates=hp.critic_warmup_updates,
             neutral_critic_init=bool(hp.critic_neutral_init),
+            batch_renorm=hp.batch_renorm_spec(),
+            adam_beta1=float(hp.adam_beta1),
+            actor_update_every=int(hp.actor_update_every),
+            critic_loss_fn=self._critic_loss if hp.actor_update_every > 1 else None,
         )
         self._normalize = policy.network_settings.normalize
 
@@ -60,15 +68,21 @@ class FastSACOptimizer(TorchOptimizer):
         encoding, _ = self.policy.actor.network_body(obs)
         return sample_for_training(self.policy.actor.action_model, encoding, mask)
 
-    def compute_losses(self, batch: SACBatch) -> SACLosses:
+    def compute_losses(self, batch: SACBatch, update_actor: bool = True) -> SACLosses:
         """Forward passes and the four losses of one step (no parameter changes): ``losses.sac_losses``."""
         if self._normalize:
             self.head.q_net.copy_normalization_from(self.policy.actor.network_body)
-            self.head.q_target.copy_normalization_from(self.policy.actor.network_body)
-        return self.head.compute_losses(self._actor, batch)
+            if self.head.q_target is not None:
+                self.head.q_target.copy_normalization_from(self.policy.actor.network_body)
+        return self.head.compute_losses(self._actor, batch, update_actor)
 
     def _total_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.compute_losses(batch)
+        return out.total(), out
+
+    def _critic_loss(self, batch: SACBatch) -> Tuple[torch.Tensor, SACLosses]:
+        """The critic-only updates' loss (``actor_update_every`` > 1): no actor pass at ``s_tm1``."""
+        out = self.compute_losses(batch, update_actor=False)
         return out.total(), out
 
     def update(self, batch: SACBatch) -> Tuple[Dict[str, float], torch.Tensor]:
@@ -83,6 +97,8 @@ class FastSACOptimizer(TorchOptimizer):
             "Optimizer:temperatures": self.head.temperatures,
             "Optimizer:adam": self.head.adam,
         }
+        if self.head.q_target is None:  # critic_batch_renorm: no target critics
+            del modules["Optimizer:target_q_network"]
         for provider in self.reward_signals.values():
             modules.update(provider.get_modules())
         return modules

@@ -1,12 +1,19 @@
 """``fast_sac`` hyperparameters (the ``hyperparameters:`` block of a ``trainer_type: fast_sac`` behavior): the SAC
 head's (``mlagents_plugins/sac/settings.py``) and the image augmentation of camera observations."""
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence, Tuple
 
 import attr
 
 from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.image_augment import automatic_shift_pad
-from mlagents_plugins.common.validators import non_negative_int, optional_non_negative_int, strict_bool
+from mlagents_plugins.common.validators import (
+    fail,
+    non_negative_int,
+    optional_non_negative_int,
+    optional_positive_int,
+    positive_int,
+    strict_bool,
+)
 from mlagents_plugins.sac.settings import SACHeadSettings
 
 
@@ -38,6 +45,47 @@ class FastSACSettings(SACHeadSettings):
     # actions, while its output scale and observation features keep ML-Agents' initialization (unlike
     # critic_small_init).  (bench/results/tiny-defaults-2026-11-28).
     critic_neutral_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
+    # --- CrossQ's critic ideas (issue #56; docs/fast_sac_crossq.md; all off by default) ---
+    # CrossQ's critics (Bhatt, Palenicek et al. 2024): batch renormalization (Ioffe 2017) before every linear layer
+    # of both critics and before their value heads, no target critics (no Polyak update; ``tau`` unused), and the
+    # taken and the bootstrap state-actions in one critic pass so the normalization sees both.  The actor stays a
+    # plain MLP (the ONNX export is unchanged).  Replaces critic_layer_norm (null resolves to off; true is refused).
+    critic_batch_renorm: Any = attr.ib(default=False, validator=strict_bool)  # bool
+    # Rate of the batch renormalization's running averages (CrossQ: 0.01); only with critic_batch_renorm.
+    batch_renorm_momentum: float = attr.ib(default=0.01)
+    # Critic updates of plain batch normalization before the running averages correct the batch statistics
+    # (CrossQ: 100000); only with critic_batch_renorm.
+    batch_renorm_warmup: int = attr.ib(default=100000, validator=positive_int)
+    # Hidden units of each critic layer; null = network_settings.hidden_units (the actor's).  CrossQ: 2048 (its
+    # sb3-contrib port: 1024) with a 256-unit actor; the critic's CPU cost grows with the square of the width.
+    critic_hidden_units: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
+    # Adam's beta1 for actor, critics and temperatures (PyTorch's 0.9; CrossQ: 0.5).
+    adam_beta1: float = attr.ib(default=0.9)
+    # The actor and the temperatures step on every k-th update, the critics on every update (TD3's policy delay;
+    # CrossQ: 3).  The updates in between skip the actor's pass at s (cheaper).  1 = every update.
+    actor_update_every: int = attr.ib(default=1, validator=positive_int)
+
+    @batch_renorm_momentum.validator
+    def _check_momentum(self, attribute: "attr.Attribute", value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
+            fail(attribute.name, value, "a number in (0, 1], e.g. 0.01")
+
+    @adam_beta1.validator
+    def _check_beta1(self, attribute: "attr.Attribute", value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            fail(attribute.name, value, "a number in [0, 1), e.g. 0.9 (PyTorch) or 0.5 (CrossQ)")
+
+    @critic_batch_renorm.validator
+    def _check_batch_renorm(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value and self.critic_layer_norm is True:
+            fail(attribute.name, value, "false while critic_layer_norm is true (batch renormalization replaces the "
+                 "critics' layer normalization: set critic_layer_norm to null or false)")
+
+    def batch_renorm_spec(self) -> Optional[Tuple[float, int]]:
+        """(momentum, warm-up steps) of the critics' batch renormalization, or None without ``critic_batch_renorm``."""
+        if not self.critic_batch_renorm:
+            return None
+        return float(self.batch_renorm_momentum), int(self.batch_renorm_warmup)
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""

@@ -82,6 +82,13 @@ class SACHead:
         keeps, so ``--resume`` continues the count.
     :param neutral_critic_init: the critics start indifferent between actions (``TwinQ``'s ``action_neutral_init``;
         fast_sac's ``critic_neutral_init``); off: ML-Agents' initialization (muzero_repr).
+    :param batch_renorm: (momentum, warm-up steps) of CrossQ's critics (fast_sac's ``critic_batch_renorm``): batch
+        renormalization in both critics, no target critics (``q_target`` is None, no Polyak update) and the joint
+        critic pass of ``losses.joint_critic_pass``; None: SAC's critics with targets.
+    :param adam_beta1: Adam's first-moment rate of every group (fast_sac's ``adam_beta1``; PyTorch's 0.9 otherwise).
+    :param actor_update_every: the actor and the temperatures step on every k-th update only, the critics on every
+        update (fast_sac's ``actor_update_every``); the other updates run ``critic_loss_fn``, the same loss without the
+        actor's pass (``losses.sac_losses`` with ``update_actor`` false).
     """
 
     def __init__(
@@ -101,6 +108,10 @@ class SACHead:
         small_critic_init: bool = False,
         critic_warmup_updates: int = 0,
         neutral_critic_init: bool = False,
+        batch_renorm: Optional[Tuple[float, int]] = None,
+        adam_beta1: float = 0.9,
+        actor_update_every: int = 1,
+        critic_loss_fn: Optional[LossFn] = None,
     ):
         self.hyperparameters = hp
         self.action_spec = action_spec
@@ -111,19 +122,21 @@ class SACHead:
             critic_observation_specs,
             critic_network_settings,
             action_spec,
-            layer_norm=hp.critics_layer_normed(len(self.branches)),
+            layer_norm=hp.critics_layer_normed(len(self.branches)) and batch_renorm is None,
             small_output_init=small_critic_init,
             action_neutral_init=neutral_critic_init,
+            batch_renorm=batch_renorm,
         ).to(device)
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
-        self.q_target = self.q_net.make_target().to(device)
+        self.joint_critic = batch_renorm is not None
+        self.q_target: Optional[TwinQ] = None if self.joint_critic else self.q_net.make_target().to(device)
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(device)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(action_spec.continuous_size)
         self.actor_min_q = hp.actor_uses_min_q(len(self.branches))
         self.entropy_reward = hp.entropy_in_targets(len(self.branches))
         # Built once for the Polyak update (load_state_dict copies in place, so these stay the live tensors).
         self.q_params = [p for p in self.q_net.parameters() if p.requires_grad]
-        self.q_target_params = [
+        self.q_target_params = [] if self.q_target is None else [
             p for p, o in zip(self.q_target.parameters(), self.q_net.parameters()) if o.requires_grad
         ]
         groups = [
@@ -133,7 +146,9 @@ class SACHead:
         ]
         if extra_params:
             groups.append({"params": list(extra_params)})
-        self.adam = torch.optim.Adam(groups, lr=hp.learning_rate, **fused_adam_kwargs(device))
+        self.adam = torch.optim.Adam(
+            groups, lr=hp.learning_rate, betas=(float(adam_beta1), 0.999), **fused_adam_kwargs(device)
+        )
         self.decay_learning_rate = ModelUtils.DecayedValue(
             hp.learning_rate_schedule, hp.learning_rate, 1e-10, max_steps
         )
@@ -145,17 +160,26 @@ class SACHead:
         self.critic_warmup_updates = int(critic_warmup_updates)
         self._warming_up = self.critic_warmup_updates > 0
         self.critic_only_step = CompiledStep(_critic_terms_only(loss_fn), False, name + " (critic warm-up)")
+        self.actor_update_every = int(actor_update_every)
+        if self.actor_update_every > 1 and critic_loss_fn is None:
+            raise ValueError("SACHead: actor_update_every > 1 needs critic_loss_fn (the loss without the actor)")
+        # The critic-only updates' step: its own compiled graph (no actor pass at s_tm1).
+        self.critic_step = (
+            CompiledStep(critic_loss_fn, compile_update, name + " (critics only)")
+            if self.actor_update_every > 1 else None
+        )
+        self.num_updates = 0  # updates taken by this head (since the process started): the actor's cadence
         # The actor loss's critic pass reuses the critic pass's observation encodings (``losses``); same math, one
         # image-encoder pass less per critic and update with continuous actions.  Off only to measure it.
         self.share_critic_encoding = True
 
-    def compute_losses(self, actor: losses.ActorFn, batch: SACBatch) -> SACLosses:
+    def compute_losses(self, actor: losses.ActorFn, batch: SACBatch, update_actor: bool = True) -> SACLosses:
         """The four SAC losses of ``batch`` (``losses.sac_losses``) with ``actor`` as the policy at a state; the
         states are ``batch``'s (``s_tm1``, ``s_t``, ``policy_s_tm1``).  No parameter changes.
 
         Where the actor loss sees ``s_tm1`` itself and ``share_critic_encoding`` is on, its critic pass reuses the
         critic pass's observation encodings (``TwinQ.encoding_shared``: the same values, one encoder pass)."""
-        if batch.policy_s_tm1 is None and self.share_critic_encoding:
+        if batch.policy_s_tm1 is None and self.share_critic_encoding and not self.joint_critic:
             critic, frozen_critic = self.q_net.encoding_shared()
         else:
             critic, frozen_critic = self.q_net, self.q_net.frozen
@@ -170,20 +194,34 @@ class SACHead:
             discrete_entropy_scale=self.hyperparameters.discrete_target_entropy_scale,
             actor_min_q=self.actor_min_q,
             entropy_reward=self.entropy_reward,
+            joint_critic=self.joint_critic,
         )
-        return losses.sac_losses(nets, batch, settings)
+        return losses.sac_losses(nets, batch, settings, update_actor=update_actor)
 
     def update(self, batch: SACBatch, step: int) -> Tuple[Dict[str, float], SACLosses]:
         """One SAC step on ``batch`` at trainer step ``step`` (the learning rate's schedule): one backward of
         critic + actor + temperature losses, one Adam step, one Polyak update.  Returns the stats (keys above)
         and the step's ``SACLosses`` (``td_abs``: |TD error| [B], for replay priorities)."""
         warming_up = self.warming_up()
-        loss_step = self.critic_only_step if warming_up else self.loss_step
+        self.num_updates += 1
+        actor_turn = self.critic_step is None or self.num_updates % self.actor_update_every == 0
+        if warming_up:
+            step_fn = self.critic_only_step
+        else:
+            step_fn = self.loss_step if actor_turn else self.critic_step
         with self.matmul_kernels.scope():
             lr = self.decay_learning_rate.get_value(step)
-            _, out = loss_step.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
-            polyak_update_(self.q_params, self.q_target_params, self.hyperparameters.tau)
+            # On critic-only updates the actor's and the temperatures' gradients are None: Adam skips them.
+            _, out = step_fn.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
+            if self.q_target is not None:
+                polyak_update_(self.q_params, self.q_target_params, self.hyperparameters.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
+        if not actor_turn:
+            # No actor pass: its loss, the temperature loss, the entropy and the per-branch entries are not measured.
+            for key in [STAT_POLICY_LOSS, STAT_ENTCOEF_LOSS, STAT_ENTROPY, STAT_BRANCH_MIN_BIAS]:
+                stats.pop(key, None)
+            for i in range(len(self.branches)):
+                stats.pop(STAT_BRANCH_ENTROPY.format(i), None)
         stats[STAT_LR] = lr
         if self.critic_warmup_updates:
             stats[STAT_CRITIC_WARMUP] = float(warming_up)

@@ -290,7 +290,7 @@ class SACNetworks(NamedTuple):
     actor: ActorFn
     critic: CriticFn
     frozen_critic: FrozenCriticFn
-    target_critic: CriticFn
+    target_critic: Optional[CriticFn]  # None with ``SACLossSettings.joint_critic`` (no target critics)
     log_alpha_cont: torch.Tensor  # [1]
     log_alpha_disc: torch.Tensor  # [K]
 
@@ -304,6 +304,9 @@ class SACLossSettings(NamedTuple):
     discrete_entropy_scale: float  # a branch's target entropy is this times log(#allowed actions)
     actor_min_q: bool  # actor objective on min(Q1, Q2) (SAC-2) instead of Q1 (TD3, ML-Agents' sac)
     entropy_reward: bool = True  # the TD targets carry the entropy bonus (soft Q)
+    # CrossQ (critic_batch_renorm): no target critics; the online critics evaluate the taken state-actions and the
+    # bootstrap state-actions in one batch (``joint_critic_pass``); ``SACNetworks.target_critic`` may be None.
+    joint_critic: bool = False
 
 
 class SACLosses(NamedTuple):
@@ -390,13 +393,66 @@ def soft_targets(
         a_t, lp_c_t, lp_d_t = next_out
         tq1, tq2 = nets.target_critic(batch.s_t, a_t)
         _check_q_pair("target_critic(s_t)", tq1, tq2, b, s, max(int(sum(branches)), 1))
-        if settings.entropy_reward:
-            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d, branches)
-        else:
-            v_t = soft_value(torch.minimum(tq1, tq2), lp_c_t, lp_d_t, torch.zeros_like(alpha_c),
-                             torch.zeros_like(alpha_d), branches)
-        y, _ = n_step_targets(batch.r_t, batch.discount_t, batch.valid_t, v_t)
+        y = _bootstrapped(batch, settings, torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d)
     return y
+
+
+def _bootstrapped(
+    batch: SACBatch,
+    settings: SACLossSettings,
+    q_t: torch.Tensor,
+    lp_c_t: _Maybe,
+    lp_d_t: _Maybe,
+    alpha_c: torch.Tensor,
+    alpha_d: torch.Tensor,
+) -> torch.Tensor:
+    """TD targets [B, S] from the twin minimum ``q_t`` [B, S, A] at the bootstrap state and the actor's
+    log-probabilities there: ``soft_value`` (without ``entropy_reward`` at temperature 0) after the window's rewards."""
+    if not settings.entropy_reward:
+        alpha_c, alpha_d = torch.zeros_like(alpha_c), torch.zeros_like(alpha_d)
+    v_t = soft_value(q_t, lp_c_t, lp_d_t, alpha_c, alpha_d, settings.branches)
+    y, _ = n_step_targets(batch.r_t, batch.discount_t, batch.valid_t, v_t)
+    return y
+
+
+def concat_states(first: Any, second: Any) -> Any:
+    """Two batches of states as one, ``first`` on top: observation lists entry by entry, a tensor as it is."""
+    if isinstance(first, (list, tuple)):
+        if len(first) != len(second):
+            raise ValueError(f"concat_states: {len(first)} observations against {len(second)}")
+        return [torch.cat([x, y], dim=0) for x, y in zip(first, second)]
+    return torch.cat([first, second], dim=0)
+
+
+def joint_critic_pass(
+    nets: SACNetworks,
+    batch: SACBatch,
+    settings: SACLossSettings,
+    alpha_c: torch.Tensor,
+    alpha_d: torch.Tensor,
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """CrossQ's critic pass (Bhatt, Palenicek et al. 2024, Sec. 3): no target critics; the online critics see the
+    taken state-actions ``(s_tm1, a_tm1)`` and the bootstrap state-actions ``(s_t, a_t ~ pi)`` as one batch of
+    ``2B`` rows, so a batch normalization in them normalizes both with the statistics of both.  The bootstrap half
+    is detached: the targets [B, S] carry no gradient, while the taken half's Q [B, S, A] does (and, through the
+    batch statistics, depends on the bootstrap half's inputs, as in CrossQ).
+
+    :return: (targets ``y`` [B, S], Q1 [B, S, A], Q2 [B, S, A] at ``s_tm1``)."""
+    b, _, s = batch.r_t.shape
+    a = max(int(sum(settings.branches)), 1)
+    with torch.no_grad():
+        next_out = nets.actor(batch.s_t, batch.mask_t)
+    _check_actor_output("actor(s_t)", next_out, b, settings.cont_size, int(sum(settings.branches)))
+    a_t, lp_c_t, lp_d_t = next_out
+    # Detached: through the batch statistics the taken half's Q depends on the bootstrap actions, and the critic
+    # loss must not reach the actor that way (whatever the actor callable returns).
+    actions = None if a_t is None else torch.cat([batch.a_tm1_cont, a_t.detach()], dim=0)
+    q1_both, q2_both = nets.critic(concat_states(batch.s_tm1, batch.s_t), actions)
+    _check_q_pair("critic(s_tm1 + s_t)", q1_both, q2_both, 2 * b, s, a)
+    with torch.no_grad():
+        q_t = torch.minimum(q1_both[b:], q2_both[b:])
+        y = _bootstrapped(batch, settings, q_t, lp_c_t, lp_d_t, alpha_c, alpha_d)
+    return y, q1_both[:b], q2_both[:b]
 
 
 def _actor_terms(
@@ -439,7 +495,9 @@ def _actor_terms(
     return pi_loss, ent_loss, lp_c, lp_d
 
 
-def sac_losses(nets: SACNetworks, batch: SACBatch, settings: SACLossSettings) -> SACLosses:
+def sac_losses(
+    nets: SACNetworks, batch: SACBatch, settings: SACLossSettings, update_actor: bool = True
+) -> SACLosses:
     """The four SAC losses of one minibatch: twin-Q [SAC-2 eq. 5] on soft n-step targets, actor [eq. 7] and
     temperatures [eq. 18], for continuous, discrete-branched and hybrid actions.
 
@@ -460,6 +518,11 @@ def sac_losses(nets: SACNetworks, batch: SACBatch, settings: SACLossSettings) ->
     * Temperatures: one continuous (target ``target_entropy_cont``) and one per branch with the mask-aware
       target ``discrete_entropy_scale * log(#allowed actions)`` (``masked_target_entropy``).
 
+    * ``joint_critic`` (CrossQ): the targets come from the online critics in one pass with the critic's own
+      (``joint_critic_pass``) instead of target critics.
+    * ``update_actor`` false (the critic-only updates of ``actor_update_every``): no actor pass at ``s_tm1``; the
+      policy and temperature losses are zero tensors without gradient and the entropy is NaN.
+
     Shapes and the callables' outputs are checked; an error names the field or the callable at fault.
     """
     b, s, a = _check_inputs(nets, batch, settings)
@@ -467,9 +530,11 @@ def sac_losses(nets: SACNetworks, batch: SACBatch, settings: SACLossSettings) ->
     alpha_c = nets.log_alpha_cont.detach().exp()
     alpha_d = nets.log_alpha_disc.detach().exp()
 
-    y = soft_targets(nets, batch, settings, alpha_c, alpha_d)
-
-    q1_all, q2_all = nets.critic(batch.s_tm1, batch.a_tm1_cont)  # [B, S, A]
+    if settings.joint_critic:
+        y, q1_all, q2_all = joint_critic_pass(nets, batch, settings, alpha_c, alpha_d)
+    else:
+        y = soft_targets(nets, batch, settings, alpha_c, alpha_d)
+        q1_all, q2_all = nets.critic(batch.s_tm1, batch.a_tm1_cont)  # [B, S, A]
     _check_q_pair("critic(s_tm1)", q1_all, q2_all, b, s, a)
     if branches:
         q1_tm1 = condense_q(q1_all, batch.a_tm1_disc, branches)
@@ -478,6 +543,13 @@ def sac_losses(nets: SACNetworks, batch: SACBatch, settings: SACLossSettings) ->
         q1_tm1, q2_tm1 = q1_all[:, :, 0], q2_all[:, :, 0]
     q1_loss, q2_loss, td_abs = twin_q_loss(q1_tm1, q2_tm1, y, batch.weights)
 
+    if not update_actor:
+        zero = q1_loss.new_zeros(())
+        with torch.no_grad():
+            diagnostics = sac_diagnostics(
+                q1_tm1.detach(), q2_tm1.detach(), y, q1_all.detach(), q2_all.detach(), None, branches
+            )
+        return SACLosses(q1_loss, q2_loss, zero, zero, td_abs, q1_tm1.detach().mean(), zero + math.nan, diagnostics)
     pi_loss, ent_loss, lp_c, lp_d = _actor_terms(nets, batch, settings, q1_all, q2_all, alpha_c, alpha_d)
     with torch.no_grad():
         entropy = -(lp_c.mean() if lp_c is not None else q1_tm1.new_zeros(()))

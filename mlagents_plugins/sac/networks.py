@@ -8,7 +8,10 @@ network: the target is computed from Polyak-averaged copies of both Q networks (
 With ``layer_norm`` each hidden linear layer of the critics' bodies is followed by a layer normalization
 without learned scale or shift (``critic_layer_norm``; the parameters and ``state_dict`` keys are ML-Agents'
 own, so checkpoints of either kind load into the same module).  With ``small_output_init`` the critics' output
-layers start small (``critic_norm.init_outputs_small_``, fast_sac's ``critic_small_init``).
+layers start small (``critic_norm.init_outputs_small_``, fast_sac's ``critic_small_init``).  With ``batch_renorm``
+(fast_sac's ``critic_batch_renorm``, CrossQ) each critic body has a batch renormalization layer before every linear
+layer and before its value heads (``common/batch_renorm.py``); ``forward`` then normalizes with the batch's statistics
+(and updates the running ones) and ``frozen`` with the running statistics.
 """
 from typing import Dict, List, Optional, Tuple
 
@@ -20,6 +23,7 @@ from mlagents.trainers.torch_entities.networks import ValueNetwork
 from mlagents_envs import logging_util
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
+from mlagents_plugins.common.batch_renorm import renorm_bodies, renormed_forward
 from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_action_neutral_, init_outputs_small_
 from mlagents_plugins.common.tensor_utils import call_frozen, target_copy
 from mlagents_plugins.sac import losses
@@ -49,6 +53,7 @@ class TwinQ(LayerNormedCritics):
         layer_norm: bool = False,
         small_output_init: bool = False,
         action_neutral_init: bool = False,
+        batch_renorm: Optional[Tuple[float, int]] = None,
     ):
         super().__init__()
         self.stream_names = list(stream_names)
@@ -61,6 +66,12 @@ class TwinQ(LayerNormedCritics):
             init_outputs_small_((self.q1, self.q2))
         if action_neutral_init:
             init_action_neutral_((self.q1, self.q2), cont, list(action_spec.discrete_branches))
+        # (momentum, warm-up steps) of the critics' batch renormalization (CrossQ), or None.
+        self.batch_renorm = batch_renorm
+        if batch_renorm is not None:
+            momentum, warmup_steps = batch_renorm
+            # The renormalized bodies take the place of the layer-normed ones (same layers, same layer_norm flag).
+            self._normed = renorm_bodies((self.q1, self.q2), momentum, warmup_steps)
 
     def _stack(self, out: dict, batch: int) -> torch.Tensor:
         return torch.stack([out[n] for n in self.stream_names], dim=1).reshape(batch, len(self.stream_names), -1)
@@ -77,15 +88,18 @@ class TwinQ(LayerNormedCritics):
         cont_actions: torch.Tensor = None,
         first_only: bool = False,
         encoded: Optional[Encodings] = None,
+        batch_stats: bool = True,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """(Q1, Q2) as [B, S, A]; Q2 is None with ``first_only`` (Q1 alone: the actor's objective, as in TD3 and
-        ML-Agents' SAC).  ``encoded``: ``encode(obs)`` already computed (the observation encoders are not run)."""
+        ML-Agents' SAC).  ``encoded``: ``encode(obs)`` already computed (the observation encoders are not run).
+        ``batch_stats`` (only with ``batch_renorm``): normalize with this batch's statistics and update the running
+        ones (the critics' training pass), else with the running statistics."""
         b = obs[0].shape[0]
         e1, e2 = self.encode(obs, first_only) if encoded is None else encoded
-        q1 = self._stack(_value_from_encoding(self.q1, obs, e1, cont_actions), b)
+        q1 = self._stack(_value_from_encoding(self.q1, obs, e1, cont_actions, batch_stats), b)
         if first_only:
             return q1, None
-        return q1, self._stack(_value_from_encoding(self.q2, obs, e2, cont_actions), b)
+        return q1, self._stack(_value_from_encoding(self.q2, obs, e2, cont_actions, batch_stats), b)
 
     def frozen(
         self,
@@ -96,8 +110,9 @@ class TwinQ(LayerNormedCritics):
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
         """``forward`` with no gradient reaching any critic weight, only the inputs (the actor's actions), so
         the actor loss can share one backward pass with the critic loss (``tensor_utils.call_frozen``: eager
-        and compiled alike)."""
-        return call_frozen(self, obs, cont_actions, first_only=first_only, encoded=encoded)
+        and compiled alike).  With ``batch_renorm`` it normalizes with the running statistics and updates none
+        (CrossQ's actor loss)."""
+        return call_frozen(self, obs, cont_actions, first_only=first_only, encoded=encoded, batch_stats=False)
 
     def encoding_shared(self) -> Tuple[losses.CriticFn, losses.FrozenCriticFn]:
         """``(critic, frozen_critic)`` for one evaluation of ``losses.sac_losses`` whose frozen pass (the actor
@@ -131,17 +146,24 @@ class TwinQ(LayerNormedCritics):
 
 
 def _value_from_encoding(
-    critic: ValueNetwork, obs: List[torch.Tensor], encoded: torch.Tensor, actions: Optional[torch.Tensor]
+    critic: ValueNetwork,
+    obs: List[torch.Tensor],
+    encoded: torch.Tensor,
+    actions: Optional[torch.Tensor],
+    batch_stats: bool = True,
 ) -> Dict[str, torch.Tensor]:
     """``critic(obs, actions)`` (ML-Agents' ``ValueNetwork.forward``, no memory) from the observation encoding
     ``encoded`` = ``critic.network_body.observation_encoder(obs)``: the actions joined, the body's hidden layers
-    (with hypernetwork goal conditioning, the goal encoded from ``obs``), the value heads."""
+    (with hypernetwork goal conditioning, the goal encoded from ``obs``; with batch renormalization, in the mode
+    ``batch_stats``), the value heads."""
     body = critic.network_body
     x = encoded if actions is None else torch.cat([encoded, actions], dim=1)
-    if isinstance(body._body_endoder, ConditionalEncoder):
-        hidden = body._body_endoder(x, body.observation_encoder.get_goal_encoding(obs))
-    else:
-        hidden = body._body_endoder(x)
+    renormed, hidden = renormed_forward(body._body_endoder, x, batch_stats)
+    if not renormed:
+        if isinstance(body._body_endoder, ConditionalEncoder):
+            hidden = body._body_endoder(x, body.observation_encoder.get_goal_encoding(obs))
+        else:
+            hidden = body._body_endoder(x)
     return critic.value_heads(hidden)
 
 

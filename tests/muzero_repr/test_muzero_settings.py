@@ -90,9 +90,11 @@ def test_sac_head_defaults_are_fast_sacs():
     """Every field muzero_repr inherits from fast_sac (the SAC head and the off-policy base) defaults to fast_sac's
     value, so a config that leaves them unset trains the same SAC head in both trainers (init_entcoef included)."""
     ours, theirs = MuZeroReprSettings(), FastSACSettings()
-    # critic_small_init, critic_warmup_updates and critic_neutral_init are fast_sac's own, not the shared SAC head's: muzero_repr's critics
-    # read the latent.
-    fast_sac_only = {"critic_small_init", "critic_warmup_updates", "critic_neutral_init"}
+    # fast_sac's own settings, not the shared SAC head's: muzero_repr's critics read the latent (the critic
+    # initializations and warm-up, CrossQ's critic options).
+    fast_sac_only = {"critic_small_init", "critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm",
+                     "batch_renorm_momentum", "batch_renorm_warmup", "critic_hidden_units", "adam_beta1",
+                     "actor_update_every"}
     fields = [f.name for f in attr.fields(FastSACSettings) if f.name not in fast_sac_only]
     assert "init_entcoef" in fields and "actor_min_q" in fields
     assert not hasattr(ours, "critic_small_init") and not hasattr(ours, "critic_warmup_updates")
