@@ -8,7 +8,6 @@ from mlagents.trainers.settings import (
 )
 
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
-from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 from mlagents_plugins.impala.settings import ImpalaSettings
 from mlagents_plugins.impala.trainer import ImpalaTrainer
@@ -28,7 +27,7 @@ def test_every_trainer_extends_the_one_skeleton(cls):
 
 @pytest.mark.parametrize(
     "cls, hyperparameters",
-    [(FastSACTrainer, FastSACSettings), (TaacTrainer, TaacSettings), (ImpalaTrainer, ImpalaSettings)],
+    [(TaacTrainer, TaacSettings), (ImpalaTrainer, ImpalaSettings)],
     ids=lambda x: getattr(x, "__name__", ""),
 )
 def test_recurrent_policies_are_refused_at_construction(cls, hyperparameters, tmp_path):

@@ -6,7 +6,7 @@ import attr
 
 from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.image_augment import automatic_shift_pad
-from mlagents_plugins.common.validators import optional_non_negative_int, strict_bool
+from mlagents_plugins.common.validators import non_negative_int, optional_non_negative_int, strict_bool
 from mlagents_plugins.sac.settings import SACHeadSettings
 
 
@@ -27,6 +27,13 @@ class FastSACSettings(SACHeadSettings):
     # (finals 0.99 / 0.75 / 0.75 against 0.23 / -0.03 / 0.48) but the entity task fell from 3/3 to 0/3
     # (bench/results/tiny-fixes-2026-11-28).
     critic_small_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
+    # With network_settings.memory: rows before each sampled sequence (same trajectory chunk) run through the
+    # policy's and the critics' LSTMs only to bring their memories up to date, without a loss (R2D2's burn-in,
+    # Kapturowski et al. 2019).  0 = none, as built-in sac: the policy starts from the memory stored when the
+    # sequence's first step was acted, the critics from zeros.  Raise it (e.g. to sequence_length / 2) when the
+    # sequences start deep into long episodes and the stored memories grow stale as the policy changes; each step
+    # costs as much compute as a trained one.  Refused without memory.  (docs/fast_sac.md "Recurrent policies")
+    burn_in: int = attr.ib(default=0, validator=non_negative_int)
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""
