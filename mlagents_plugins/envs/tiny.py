@@ -388,7 +388,8 @@ def main(argv=None) -> None:
     """``python -m mlagents_plugins.envs.tiny --trainers sac fast_sac --seeds 0 1 2 [--cases GLOB ...] [--jobs N]
     [--out runs.jsonl] [--set key=json ...]``: train every (case, trainer, seed) and print one JSON line per run
     (final return, threshold, passed, steps to the threshold, seconds).  ``--set`` changes a hyperparameter of
-    every run (for diagnosis; the learning tests never do)."""
+    every run, or with ``network_settings.`` before the key a network setting (``network_settings.memory=null``), for
+    diagnosis; the learning tests never do."""
     import argparse
     import fnmatch
     import json
@@ -440,8 +441,11 @@ def _run_job(job) -> Dict[str, Any]:
     record: Dict[str, Any] = {"case": name, "trainer": trainer, "seed": seed, "threshold": case.threshold}
     if overrides:
         record["set"] = overrides
-        case = TinyCase(case.name, case.task, case.builtin, case.max_steps,
-                        case.hyperparameters + tuple(overrides.items()), case.network_settings, case.threshold)
+        prefix = "network_settings."
+        hyper = tuple((k, v) for k, v in overrides.items() if not k.startswith(prefix))
+        network = tuple((k[len(prefix):], v) for k, v in overrides.items() if k.startswith(prefix))
+        case = TinyCase(case.name, case.task, case.builtin, case.max_steps, case.hyperparameters + hyper,
+                        case.network_settings + network, case.threshold)
     start = time.time()
     try:
         with tempfile.TemporaryDirectory() as output_dir:
