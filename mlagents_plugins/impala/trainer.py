@@ -30,6 +30,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
+from mlagents_plugins.common.input_checks import dropped_chunk_message, nonfinite_input, should_warn
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
 from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
 from mlagents_plugins.impala.pieces import (
@@ -53,6 +54,7 @@ STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after
 STAT_ROUND_STOPPED = "IMPALA/Round Stopped By KL"  # epochs: fraction of rounds ended early by kl_stop
 STAT_ROUND_STEPS = "IMPALA/Gradient Steps Per Round"  # epochs: gradient steps made in a round
 STAT_VERSION_UNMATCHED = "IMPALA/Unmatched Acting Version"  # fraction of steps whose acting version is unknown
+STAT_DROPPED_NONFINITE = "IMPALA/Dropped Non-finite Chunks"  # trajectory chunks refused for NaN/inf (a count)
 
 
 class ImpalaTrainer(PluginTrainerBase):
@@ -76,10 +78,20 @@ class ImpalaTrainer(PluginTrainerBase):
             key != RewardSignalType.EXTRINSIC for key in self.trainer_settings.reward_signals
         )
         self._reported_dropped = 0
+        self.dropped_nonfinite = 0  # trajectory chunks refused for NaN/inf observations or rewards
 
     # ---- intake -------------------------------------------------------------------------------
     def _process_trajectory(self, trajectory: Trajectory) -> None:
         super()._process_trajectory(trajectory)
+        bad = nonfinite_input(trajectory)
+        if bad is not None:
+            # Kept out of the normalizers and the pieces, so no NaN reaches an update or a checkpoint.
+            self.dropped_nonfinite += 1
+            if should_warn(self.dropped_nonfinite):
+                logger.warning(dropped_chunk_message(self.brain_name, trajectory, bad, self.dropped_nonfinite,
+                                                     "the learner's pieces and the normalizers"))
+            self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
+            return
         agent_id = trajectory.agent_id
         buffer = trajectory.to_agentbuffer()
         self._warn_if_group_reward(buffer)
