@@ -20,7 +20,8 @@ ends, so the best return is exactly 1.0.  An episode that reaches no end within 
 The agent never sees its coordinates, only the goal - through each of its observations:
 
 * ``vector``: one value, ``g`` (``goal_signal``: sent as an ``ObservationType.GOAL_SIGNAL``, for goal-conditioned
-  networks);
+  networks); with ``cue_steps`` (the memory tasks, after ML-Agents' ``MemoryEnvironment``) only at an episode's first
+  ``cue_steps`` decisions and 0 after, so a policy must remember it;
 * ``cameras``: dark CHW images in which the goal's side is lit: the first camera lights the third of its columns on
   that side (left for -1, right for +1), a second camera the third of its rows (top for -1, bottom for +1), so a
   policy must read where the light is, not how much there is;
@@ -303,7 +304,8 @@ class TinyCase:
 def _cases() -> Dict[str, TinyCase]:
     """Fourteen cases per built-in config, covering every action kind (one and two continuous actions, one and two
     branches, hybrid with one or two of each) and observation kind (vector, one and two cameras, ``nature_cnn`` at
-    36x36 and ``resnet`` at 20x20, one and two variable-length observations, a goal signal)."""
+    36x36 and ``resnet`` at 20x20, one and two variable-length observations, a goal signal), and two memory cases
+    per config (``_memory_cases``)."""
     line, square = 0.2, 0.5  # steps: 5 decisions along a line, 2 to a corner of the square
     camera = dict(vector=False, cameras=1)
     out: List[TinyCase] = []
@@ -362,7 +364,7 @@ def _memory_cases() -> List[TinyCase]:
     return out
 
 
-MEMORY_SAC_STEPS = 3000
+MEMORY_SAC_STEPS = 1500
 MEMORY_PPO_STEPS = 8000
 
 
