@@ -18,7 +18,7 @@ OURS = ("fast_sac", "taac", "impala", "muzero_repr")
 SEEDS = (0, 1, 2)
 
 #: trainers that refuse network_settings.memory at start-up (the memory cases)
-RECURRENT_REFUSED = ("taac", "muzero_repr", "impala")
+RECURRENT_REFUSED = ("taac", "muzero_repr")
 #: (trainer, case) in the default test run, at seed 0
 DEFAULT_RUN = {
     "fast_sac": ("sac-line-discrete", "sac-camera-continuous", "sac-memory-discrete"),
