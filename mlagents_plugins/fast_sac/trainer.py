@@ -6,7 +6,8 @@ Intake, cadence and replay persistence live in ``OffPolicyTrainerBase``; the alg
 belong to the same segment), rewards per stream (extrinsic from the stored reward; intrinsic providers evaluated
 on the sampled rows), PER weights, and DrQ's random shifts of camera frames (``random_shift_pad``,
 ``common/image_augment.py``): the observations and the bootstrap observations of a batch get independent shifts,
-drawn from the run seed.
+drawn from the run seed.  With ``network_settings.memory`` the rows also hold the memory each step was acted from
+and an update samples sequences instead (``fast_sac/recurrent.py``, ``offpolicy/sequences.py``).
 """
 from typing import Dict, List, cast
 
