@@ -23,9 +23,8 @@ from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.buffer import BufferKey, RewardSignalUtil
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
-from mlagents.trainers.settings import RewardSignalType
+from mlagents.trainers.settings import RewardSignalType, TrainerSettings
 from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
-from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.trajectory import ObsUtil, Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
