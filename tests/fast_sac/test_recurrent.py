@@ -291,3 +291,16 @@ def test_onnx_matches_pytorch_step_by_step_over_50_steps(task, tmp_path):
     if task.continuous:
         # ML-Agents' deterministic continuous action is the Gaussian's mean (not squashed), also in the built-ins
         np.testing.assert_allclose(np.stack(got_actions), mu.numpy(), atol=1e-5)
+
+
+def test_camera_observations_train_with_memory_and_drq_shifts(tmp_path):
+    """Camera frames through the sequence path: stored as uint8, the window's frames shifted by DrQ (automatic pad
+    at 20x20: 1 pixel), one update with finite losses."""
+    task = tiny.TinyTask(1, 0, 0.2, vector=False, cameras=1)
+    trainer = _trainer(_spec(task), tmp_path, _settings())
+    assert trainer.shift_pad == 1
+    _collect(trainer, task, 30)
+    batch = trainer.sample_sequences()
+    assert batch.z[0].shape[1:] == (3, 20, 20) and batch.z[0].dtype == torch.float32
+    stats = trainer.update_once()
+    assert np.isfinite(stats["Losses/Q1 Loss"]) and stats["Policy/Random Shift Pad"] == 1.0
