@@ -23,7 +23,7 @@ RECURRENT_REFUSED = ("taac", "muzero_repr")
 DEFAULT_RUN = {
     "fast_sac": ("sac-line-discrete", "sac-camera-continuous", "sac-memory-discrete"),
     "taac": ("sac-camera-continuous",),
-    "impala": ("ppo-line-discrete", "ppo-hybrid-1c1d", "ppo-camera-continuous"),
+    "impala": ("ppo-line-discrete", "ppo-hybrid-1c1d", "ppo-camera-continuous", "ppo-memory-continuous"),
 }
 
 
