@@ -38,10 +38,11 @@ SETTINGS = dict(
     critic_hidden_units="critics' width (null: hidden_units)",
     adam_beta1="Adam's beta1",
     actor_update_every="checked: 1 (the actor steps on every update)",
+    burn_in="no work: no network_settings.memory (refused without it)",
 )
 #: fast_sac's own settings (not the SAC head's): muzero_repr's minimal loop leaves them out.
 FAST_SAC_OWN = ("critic_small_init", "critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm", "batch_renorm_momentum", "batch_renorm_warmup",
-                "critic_hidden_units", "adam_beta1", "actor_update_every")
+                "critic_hidden_units", "adam_beta1", "actor_update_every", "burn_in")
 
 
 class MinimalSAC:

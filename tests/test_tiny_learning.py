@@ -18,16 +18,20 @@ from mlagents_plugins.envs import tiny
 OURS = ("fast_sac", "taac", "impala", "muzero_repr")
 SEEDS = (0, 1, 2)
 
+#: trainers that refuse network_settings.memory at start-up (the memory cases)
+RECURRENT_REFUSED = ("taac", "muzero_repr")
 #: (trainer, case) in the default test run, at seed 0
 DEFAULT_RUN = {
-    "fast_sac": ("sac-line-discrete", "sac-camera-continuous"),
+    "fast_sac": ("sac-line-discrete", "sac-camera-continuous", "sac-memory-discrete"),
     "taac": ("sac-camera-continuous",),
-    "impala": ("ppo-line-discrete", "ppo-hybrid-1c1d", "ppo-camera-continuous"),
+    "impala": ("ppo-line-discrete", "ppo-hybrid-1c1d", "ppo-camera-continuous", "ppo-memory-continuous"),
 }
 
 
 def _refusal(trainer: str, case: tiny.TinyCase):
     """The message pattern of the start-up refusal ``trainer`` gives ``case``, or None when it trains it."""
+    if trainer in RECURRENT_REFUSED and dict(case.network_settings).get("memory"):  # refused at construction
+        return f"trainer_type '{trainer}' does not support recurrent policies"
     if trainer == "taac" and case.task.branches:
         return "trainer_type 'taac' supports continuous actions only"
     return None
@@ -61,3 +65,18 @@ def test_learns_tiny_task_with_the_built_in_config(trainer, case_name, seed, tmp
 def test_default_run_names_existing_cases_of_each_trainers_config():
     for trainer, names in DEFAULT_RUN.items():
         assert set(names) <= {case.name for case in tiny.cases_for(trainer)}, trainer
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_name", ["sac-memory-continuous", "sac-memory-discrete"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_memory_cases_are_not_solved_without_memory(case_name, seed, tmp_path, one_thread):
+    """The memory cases need the memory: fast_sac with ``memory: null`` (and the same budget) stays below the
+    threshold, since after the cue the best it can do is one fixed direction (right half of the time)."""
+    import dataclasses
+
+    case = tiny.CASES[case_name]
+    case = dataclasses.replace(case, network_settings=case.network_settings + (("memory", None),),
+                               hyperparameters=case.hyperparameters + (("compile_update", False),))
+    result = tiny.train_case(case, "fast_sac", seed, str(tmp_path))
+    assert result.final_mean_reward < 0.5 * case.threshold, (case_name, seed, result.reward_curve)

@@ -8,10 +8,10 @@ from mlagents.trainers.settings import (
 )
 
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
-from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 from mlagents_plugins.impala.settings import ImpalaSettings
 from mlagents_plugins.impala.trainer import ImpalaTrainer
+from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 from mlagents_plugins.muzero_repr.trainer import MuZeroReprTrainer
 from mlagents_plugins.taac.settings import TaacSettings
 from mlagents_plugins.taac.trainer import TaacTrainer
@@ -28,7 +28,7 @@ def test_every_trainer_extends_the_one_skeleton(cls):
 
 @pytest.mark.parametrize(
     "cls, hyperparameters",
-    [(FastSACTrainer, FastSACSettings), (TaacTrainer, TaacSettings), (ImpalaTrainer, ImpalaSettings)],
+    [(TaacTrainer, TaacSettings), (MuZeroReprTrainer, MuZeroReprSettings)],
     ids=lambda x: getattr(x, "__name__", ""),
 )
 def test_recurrent_policies_are_refused_at_construction(cls, hyperparameters, tmp_path):

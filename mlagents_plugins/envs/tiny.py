@@ -20,7 +20,8 @@ ends, so the best return is exactly 1.0.  An episode that reaches no end within 
 The agent never sees its coordinates, only the goal - through each of its observations:
 
 * ``vector``: one value, ``g`` (``goal_signal``: sent as an ``ObservationType.GOAL_SIGNAL``, for goal-conditioned
-  networks);
+  networks); with ``cue_steps`` (the memory tasks, after ML-Agents' ``MemoryEnvironment``) only at an episode's first
+  ``cue_steps`` decisions and 0 after, so a policy must remember it;
 * ``cameras``: dark CHW images in which the goal's side is lit: the first camera lights the third of its columns on
   that side (left for -1, right for +1), a second camera the third of its rows (top for -1, bottom for +1), so a
   policy must read where the light is, not how much there is;
@@ -62,6 +63,10 @@ class TinyTask:
     cameras: int = 0  # camera observations of the goal (0, 1 or 2)
     image: Tuple[int, int, int] = (3, 20, 20)  # CHW shape of each camera's image
     entities: int = 0  # variable-length observations of the goal (0, 1 or 2)
+    # Memory tasks (ML-Agents' ``MemoryEnvironment``): when > 0, the vector observation shows the goal only at the
+    # first ``cue_steps`` decisions of an episode and 0 after, so a policy that reaches the ends in more decisions
+    # must remember the cue (vector observation only; 0 = the goal shown at every decision).
+    cue_steps: int = 0
 
     def __post_init__(self) -> None:
         checks = (
@@ -78,6 +83,10 @@ class TinyTask:
             ("observations", (self.vector, self.cameras, self.entities),
              self.vector or self.cameras or self.entities, "at least one observation"),
             ("goal_signal", self.goal_signal, self.vector or not self.goal_signal, "false without a vector"),
+            ("cue_steps", self.cue_steps,
+             isinstance(self.cue_steps, int) and self.cue_steps >= 0
+             and (self.cue_steps == 0 or (self.vector and not self.cameras and not self.entities)),
+             "an integer >= 0, > 0 only with the vector observation alone"),
         )
         for name, value, ok, allowed in checks:
             if not ok:
@@ -192,7 +201,10 @@ class TinyScene(Scene):
         task = self.task
         out = []
         if task.vector:
-            out.append(self.goal[:, None].astype(np.float32))
+            goal = self.goal[:, None].astype(np.float32)
+            if task.cue_steps:  # the cue: shown at the first cue_steps decisions of an episode only
+                goal = goal * (self.episode_step[:, None] < task.cue_steps)
+            out.append(goal.astype(np.float32))
         out += [self._camera(i) for i in range(task.cameras)]
         out += [self._entities() for _ in range(task.entities)]
         return out
@@ -292,7 +304,8 @@ class TinyCase:
 def _cases() -> Dict[str, TinyCase]:
     """Fourteen cases per built-in config, covering every action kind (one and two continuous actions, one and two
     branches, hybrid with one or two of each) and observation kind (vector, one and two cameras, ``nature_cnn`` at
-    36x36 and ``resnet`` at 20x20, one and two variable-length observations, a goal signal)."""
+    36x36 and ``resnet`` at 20x20, one and two variable-length observations, a goal signal), and two memory cases
+    per config (``_memory_cases``)."""
     line, square = 0.2, 0.5  # steps: 5 decisions along a line, 2 to a corner of the square
     camera = dict(vector=False, cameras=1)
     out: List[TinyCase] = []
@@ -328,7 +341,31 @@ def _cases() -> Dict[str, TinyCase]:
                                 builtin, few, small_batch, (("vis_encode_type", encoder),)))
         out.append(TinyCase(f"{builtin}-goal-entities", TinyTask(0, 1, line, goal_signal=True, entities=1), builtin,
                             few, small_batch, (("goal_conditioning_type", "hyper"),)))
+    out += _memory_cases()
     return {case.name: case for case in out}
+
+
+#: the cue of the memory cases is seen at the first MEMORY_CUE_STEPS of the line's 5 decisions
+MEMORY_CUE_STEPS = 2
+
+
+def _memory_cases() -> List[TinyCase]:
+    """The memory cases (ML-Agents' ``MemoryEnvironment``): the line, continuous and discrete, its goal seen only at
+    the first ``MEMORY_CUE_STEPS`` decisions, with the ``network_settings.memory`` a user adds for it.  Without
+    memory the best policy ends at the right end half the time (final return about 0)."""
+    memory = (("memory", {"memory_size": 32, "sequence_length": 8}),)
+    sac = (("batch_size", 64), ("buffer_init_steps", 200))
+    ppo = (("batch_size", 64), ("buffer_size", 256), ("learning_rate", 1.0e-3))
+    out = []
+    for builtin, steps, hyper in (("sac", MEMORY_SAC_STEPS, sac), ("ppo", MEMORY_PPO_STEPS, ppo)):
+        for kind, task in (("continuous", TinyTask(1, 0, 0.2, cue_steps=MEMORY_CUE_STEPS)),
+                           ("discrete", TinyTask(0, 1, 0.2, cue_steps=MEMORY_CUE_STEPS))):
+            out.append(TinyCase(f"{builtin}-memory-{kind}", task, builtin, steps, hyper, memory))
+    return out
+
+
+MEMORY_SAC_STEPS = 1500
+MEMORY_PPO_STEPS = 8000
 
 
 CASES: Dict[str, TinyCase] = _cases()
@@ -353,7 +390,8 @@ def main(argv=None) -> None:
     """``python -m mlagents_plugins.envs.tiny --trainers sac fast_sac --seeds 0 1 2 [--cases GLOB ...] [--jobs N]
     [--out runs.jsonl] [--set key=json ...]``: train every (case, trainer, seed) and print one JSON line per run
     (final return, threshold, passed, steps to the threshold, seconds).  ``--set`` changes a hyperparameter of
-    every run (for diagnosis; the learning tests never do)."""
+    every run, or with ``network_settings.`` before the key a network setting (``network_settings.memory=null``), for
+    diagnosis; the learning tests never do."""
     import argparse
     import fnmatch
     import json
@@ -405,8 +443,11 @@ def _run_job(job) -> Dict[str, Any]:
     record: Dict[str, Any] = {"case": name, "trainer": trainer, "seed": seed, "threshold": case.threshold}
     if overrides:
         record["set"] = overrides
-        case = TinyCase(case.name, case.task, case.builtin, case.max_steps,
-                        case.hyperparameters + tuple(overrides.items()), case.network_settings, case.threshold)
+        prefix = "network_settings."
+        hyper = tuple((k, v) for k, v in overrides.items() if not k.startswith(prefix))
+        network = tuple((k[len(prefix):], v) for k, v in overrides.items() if k.startswith(prefix))
+        case = TinyCase(case.name, case.task, case.builtin, case.max_steps, case.hyperparameters + hyper,
+                        case.network_settings + network, case.threshold)
     start = time.time()
     try:
         with tempfile.TemporaryDirectory() as output_dir:

@@ -64,6 +64,13 @@ class FastSACSettings(SACHeadSettings):
     # The actor and the temperatures step on every k-th update, the critics on every update (TD3's policy delay;
     # CrossQ: 3).  The updates in between skip the actor's pass at s (cheaper).  1 = every update.
     actor_update_every: int = attr.ib(default=1, validator=positive_int)
+    # With network_settings.memory: rows before each sampled sequence (same trajectory chunk) run through the
+    # policy's and the critics' LSTMs only to bring their memories up to date, without a loss (R2D2's burn-in,
+    # Kapturowski et al. 2019).  0 = none, as built-in sac: the policy starts from the memory stored when the
+    # sequence's first step was acted, the critics from zeros.  Raise it (e.g. to sequence_length / 2) when the
+    # sequences start deep into long episodes and the stored memories grow stale as the policy changes; each step
+    # costs as much compute as a trained one.  Refused without memory.  (docs/fast_sac.md "Recurrent policies")
+    burn_in: int = attr.ib(default=0, validator=non_negative_int)
 
     @batch_renorm_momentum.validator
     def _check_momentum(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -6,25 +6,31 @@ Intake, cadence and replay persistence live in ``OffPolicyTrainerBase``; the alg
 belong to the same segment), rewards per stream (extrinsic from the stored reward; intrinsic providers evaluated
 on the sampled rows), PER weights, and DrQ's random shifts of camera frames (``random_shift_pad``,
 ``common/image_augment.py``): the observations and the bootstrap observations of a batch get independent shifts,
-drawn from the run seed.
+drawn from the run seed.  With ``network_settings.memory`` the rows also hold the memory each step was acted from
+and an update samples sequences instead (``fast_sac/recurrent.py``, ``offpolicy/sequences.py``).
 """
-from typing import Dict, cast
+from typing import Dict, List, cast
 
 import numpy as np
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
+from mlagents.trainers.settings import TrainerSettings
 from mlagents.trainers.torch_entities.networks import SimpleActor
+from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
 from mlagents_plugins.common.image_augment import augment, image_sizes
 from mlagents_plugins.common.lean_policy import LeanPolicy
+from mlagents_plugins.fast_sac import recurrent
 from mlagents_plugins.fast_sac.optimizer import FastSACOptimizer
 from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
+from mlagents_plugins.offpolicy import sequences
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
+from mlagents_plugins.replay.specs import FieldSpec
 from mlagents_plugins.sac import losses
 from mlagents_plugins.sac.batch import (
     SACBatch,
@@ -53,6 +59,29 @@ class FastSACTrainer(OffPolicyTrainerBase):
     def get_trainer_name() -> str:
         return TRAINER_NAME
 
+    # ------------------------------------------------------------------ recurrent policies (fast_sac/recurrent.py)
+    @classmethod
+    def check_settings(cls, behavior_name: str, trainer_settings: TrainerSettings) -> None:
+        """``network_settings.memory`` is trained on sequences (``recurrent.check_memory_settings``)."""
+        recurrent.check_memory_settings(behavior_name, trainer_settings)
+
+    @property
+    def memory(self):
+        """``network_settings.memory`` (None: no recurrent policy)."""
+        return self.trainer_settings.network_settings.memory
+
+    def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
+        fields = super().replay_fields(spec)
+        if self.memory is not None:
+            fields.update(sequences.memory_fields(self.memory.memory_size))
+        return fields
+
+    def trajectory_to_rows(self, trajectory: Trajectory, obs: List[np.ndarray]) -> Dict[str, np.ndarray]:
+        rows = super().trajectory_to_rows(trajectory, obs)
+        if self.memory is not None:
+            rows.update(sequences.memory_rows(trajectory, self.memory.memory_size))
+        return rows
+
     @property
     def prioritized_replay(self) -> bool:
         return self.hyperparameters.prioritized_replay
@@ -75,12 +104,29 @@ class FastSACTrainer(OffPolicyTrainerBase):
         return policy
 
     def create_optimizer(self) -> TorchOptimizer:
+        if self.memory is not None:
+            return recurrent.RecurrentFastSACOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
         return FastSACOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
 
     # ------------------------------------------------------------------ sampling
     def per_beta(self) -> float:
         """PER importance-sampling exponent now (``batch.annealed_per_beta``: ``per_beta`` -> 1 at ``max_steps``)."""
         return annealed_per_beta(self.hyperparameters.per_beta, self._step, self.trainer_settings.max_steps)
+
+    def sample_sequences(self) -> recurrent.RecurrentBatch:
+        """Windows of ``burn_in + sequence_length`` rows (``sequences.sequence_windows``) as a ``RecurrentBatch``;
+        DrQ's shifts are drawn per camera frame of the window."""
+        hp = self.hyperparameters
+        count = recurrent.num_sequences(hp.batch_size, self.memory.sequence_length)
+        rows = self.replay.sample_indices(count, self.rng)
+        windows = sequences.sequence_windows(self.replay, rows, self.memory.sequence_length, hp.burn_in)
+        batch = recurrent.sequence_batch(
+            self.replay, windows, hp.n_step, self.policy.behavior_spec, self._stream_rewards,
+            self.optimizer.gammas, self.optimizer.use_done, self.optimizer.device,
+        )
+        if self.shift_pad <= 0:
+            return batch
+        return batch._replace(z=augment(batch.z, self.shift_pad, self.torch_rng))
 
     def sample_batch(self) -> SACBatch:
         hp = self.hyperparameters
@@ -102,6 +148,11 @@ class FastSACTrainer(OffPolicyTrainerBase):
         return self.stream_rewards(window[offpolicy_rows.REWARD], lambda: self.replay.gather(idx.reshape(-1)))
 
     def update_once(self) -> Dict[str, float]:
+        if self.memory is not None:
+            stats, _ = self.optimizer.update(self.sample_sequences())
+            if self.has_images:
+                stats[STAT_SHIFT_PAD] = float(self.shift_pad)
+            return stats
         batch = self.sample_batch()
         stats, td_abs = self.optimizer.update(batch)
         if self.hyperparameters.prioritized_replay:

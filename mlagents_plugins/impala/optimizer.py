@@ -26,7 +26,7 @@ from mlagents_plugins.common.fast_kernels import (
     fuse_swish_,
     fused_adam_kwargs,
 )
-from mlagents_plugins.impala import losses
+from mlagents_plugins.impala import losses, recurrent
 from mlagents_plugins.impala.pieces import PieceBatch
 from mlagents_plugins.impala.settings import ImpalaSettings
 
@@ -179,21 +179,40 @@ class TorchImpalaOptimizer(TorchOptimizer):
         return (losses.clipped_surrogate_loss(log_pi_t, log_mu_t, advantage_t, mask_t, clip),
                 losses.fraction_outside_clip(log_rho_t, mask_t, clip))
 
+    def _forward(self, batch: PieceBatch):
+        """The learner's outputs on the batch's real steps: (log pi of the stored actions [N, K], entropy [N], values
+        per stream [N], bootstrap values per stream [B], no gradient).  A recurrent policy replays every piece as a
+        sequence from its stored memories (``impala/recurrent.py``); otherwise the networks run on the real steps."""
+        seq = batch.sequences
+        if seq is None:
+            # The networks run on the N real steps only; batch.time_major spreads their outputs over [T, B].
+            run_out = self.policy.actor.get_stats(
+                batch.obs, self._actions(batch), masks=batch.action_mask, sequence_length=1)
+            values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
+            with torch.no_grad():
+                bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
+            return run_out["log_probs"].flatten(), run_out["entropy"].reshape(-1), values, bootstrap
+        t_len, b_len = batch.mask_t.shape
+        recurrent.check_memories(seq, b_len, self.policy.m_size)
+        branches = seq.discrete_action
+        actions = AgentAction(seq.continuous_action,
+                              [branches[:, i] for i in range(branches.shape[1])] if branches.shape[1] > 0 else None)
+        run_out = self.policy.actor.get_stats(recurrent.actor_sequence_obs(seq, b_len, t_len), actions,
+                                              masks=seq.action_mask, memories=seq.memory, sequence_length=t_len)
+        all_values, _ = self.critic.critic_pass(seq.obs, memories=seq.critic_memory, sequence_length=t_len + 1)
+        values = recurrent.to_dict_rows(all_values, seq.value_rows)
+        bootstrap = {name: v.detach() for name, v in recurrent.to_dict_rows(all_values, seq.bootstrap_rows).items()}
+        return (run_out["log_probs"].flatten()[seq.rows], run_out["entropy"].reshape(-1)[seq.rows], values,
+                bootstrap)
+
     def compute_losses(self, batch: PieceBatch) -> LossTerms:
         """Learner forward pass and V-trace on one batch (no optimizer step)."""
         mask_t = batch.mask_t
-        # The networks run on the N real steps only; batch.time_major spreads their outputs over [T, B].
-        run_out = self.policy.actor.get_stats(
-            batch.obs, self._actions(batch), masks=batch.action_mask, sequence_length=1)
-        target_log_probs = run_out["log_probs"].flatten()  # [N, K]
+        target_log_probs, entropy, values, bootstrap = self._forward(batch)  # [N, K], [N], [N], [B]
         log_pi_t = batch.time_major(target_log_probs.sum(dim=1))
-        entropy_t = batch.time_major(run_out["entropy"].reshape(-1))
+        entropy_t = batch.time_major(entropy)
         log_rho_t = batch.time_major(
             losses.log_importance_ratio(target_log_probs.detach(), batch.behaviour_log_probs))
-
-        values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
-        with torch.no_grad():
-            bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
         v_tm1_by_stream, returns_by_stream, advantage_t = self._vtrace_streams(batch, log_rho_t, values, bootstrap)
         value_loss = torch.zeros((), device=mask_t.device)
         for name in self.stream_names:
@@ -246,12 +265,8 @@ class TorchImpalaOptimizer(TorchOptimizer):
         """V-trace value targets per stream and the policy's advantage for every real step of ``batch`` under
         the current networks (no gradient), in the batch's real-row order ``[N]``: the targets of one pass."""
         with torch.no_grad(), self.matmul_kernels.scope():
-            run_out = self.policy.actor.get_stats(
-                batch.obs, self._actions(batch), masks=batch.action_mask, sequence_length=1)
-            log_rho_t = batch.time_major(
-                losses.log_importance_ratio(run_out["log_probs"].flatten(), batch.behaviour_log_probs))
-            values, _ = self.critic.critic_pass(batch.obs, sequence_length=1)
-            bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
+            target_log_probs, _, values, bootstrap = self._forward(batch)
+            log_rho_t = batch.time_major(losses.log_importance_ratio(target_log_probs, batch.behaviour_log_probs))
             # Without the surrogate, pg_rho is the learner's at each minibatch (compute_row_losses), not the pass's.
             _, returns_by_stream, advantage_t = self._vtrace_streams(
                 batch, log_rho_t, values, bootstrap, pg_weighted=False)
@@ -262,30 +277,42 @@ class TorchImpalaOptimizer(TorchOptimizer):
 
     def compute_row_losses(self, batch: PieceBatch, rows: torch.Tensor, targets: PassTargets) -> LossTerms:
         """The losses on the real steps ``rows`` of ``batch`` against ``targets`` (``pass_targets``)."""
-        hp = self.hyperparameters
-        n = rows.shape[0]
-        mask_t = torch.ones((n, 1), device=rows.device)  # every row is a real step: [n, 1] time-major
         obs = [o[rows] for o in batch.obs]
         run_out = self.policy.actor.get_stats(
             obs, self._actions(batch, rows), masks=batch.action_mask[rows], sequence_length=1)
-        target_log_probs = run_out["log_probs"].flatten()  # [n, K]
-        behaviour_log_probs = batch.behaviour_log_probs[rows]
+        values, _ = self.critic.critic_pass(obs, sequence_length=1)
+        return self._terms_against_targets(
+            run_out["log_probs"].flatten(), run_out["entropy"].reshape(-1), values, batch.behaviour_log_probs[rows],
+            PassTargets({name: vs[rows] for name, vs in targets.vs.items()}, targets.advantage[rows]))
+
+    def compute_piece_losses(self, batch: PieceBatch, targets: PassTargets) -> LossTerms:
+        """The losses on every real step of ``batch`` (whole pieces of a recurrent policy, replayed from their stored
+        memories) against ``targets`` [N] in the batch's real-row order (``update_style: epochs``)."""
+        target_log_probs, entropy, values, _ = self._forward(batch)
+        return self._terms_against_targets(target_log_probs, entropy, values, batch.behaviour_log_probs, targets)
+
+    def _terms_against_targets(self, target_log_probs: torch.Tensor, entropy: torch.Tensor, values,
+                               behaviour_log_probs: torch.Tensor, targets: PassTargets) -> LossTerms:
+        """Loss terms of ``n`` steps from the learner's outputs there (log pi [n, K], entropy [n], values per
+        stream) and the pass's targets for them ([n] each)."""
+        hp = self.hyperparameters
+        n = target_log_probs.shape[0]
+        mask_t = torch.ones((n, 1), device=target_log_probs.device)  # every row is a real step: [n, 1] time-major
         log_pi_t = target_log_probs.sum(dim=1).reshape(n, 1)
         log_mu_t = behaviour_log_probs.sum(dim=1).reshape(n, 1)
         log_rho_t = losses.log_importance_ratio(target_log_probs.detach(), behaviour_log_probs).reshape(n, 1)
-        advantage_t = targets.advantage[rows].reshape(n, 1)
+        advantage_t = targets.advantage.reshape(n, 1)
         if self.decay_surrogate_clip is None:
             advantage_t = advantage_t * losses.clip_weight(torch.exp(log_rho_t), hp.pg_rho_clip)
         policy_loss, outside = self._policy_loss(log_pi_t, log_mu_t, advantage_t, mask_t)
-        values, _ = self.critic.critic_pass(obs, sequence_length=1)
-        value_loss = torch.zeros((), device=rows.device)
+        value_loss = torch.zeros((), device=target_log_probs.device)
         for name in self.stream_names:
             value_loss = value_loss + losses.baseline_loss(
-                values[name].reshape(n, 1), targets.vs[name][rows].reshape(n, 1), mask_t)
+                values[name].reshape(n, 1), targets.vs[name].reshape(n, 1), mask_t)
         return LossTerms(
             policy_loss=policy_loss,
             value_loss=value_loss,
-            entropy_loss=losses.entropy_loss(run_out["entropy"].reshape(n, 1), mask_t),
+            entropy_loss=losses.entropy_loss(entropy.reshape(n, 1), mask_t),
             importance=losses.importance_stats(log_rho_t, mask_t, hp.rho_clip),
             approx_kl=losses.approx_kl(log_rho_t, mask_t),
             fraction_outside_clip=outside,
@@ -298,6 +325,16 @@ class TorchImpalaOptimizer(TorchOptimizer):
         kl_stop = self.hyperparameters.kl_stop
         with self.matmul_kernels.scope():
             terms = self.compute_row_losses(batch, rows, targets)
+            if kl_stop is not None and terms.approx_kl > kl_stop:
+                return None
+            return self._step(terms)
+
+    @timed
+    def update_pieces(self, batch: PieceBatch, targets: PassTargets) -> Optional[Dict[str, float]]:
+        """``update_rows`` for a recurrent policy: one gradient step on whole pieces (``compute_piece_losses``)."""
+        kl_stop = self.hyperparameters.kl_stop
+        with self.matmul_kernels.scope():
+            terms = self.compute_piece_losses(batch, targets)
             if kl_stop is not None and terms.approx_kl > kl_stop:
                 return None
             return self._step(terms)

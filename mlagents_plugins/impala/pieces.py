@@ -15,6 +15,8 @@ from mlagents.torch_utils import torch, default_device
 from mlagents.trainers.buffer import AgentBuffer, BufferKey, RewardSignalUtil
 from mlagents.trainers.trajectory import ObsUtil
 
+from mlagents_plugins.impala.recurrent import SequenceInputs, sequence_inputs
+
 UNKNOWN_VERSION = -1  # acting-time policy version that could not be matched
 
 
@@ -33,6 +35,8 @@ class Piece:
     acting_version: np.ndarray  # [L] policy version that chose each action (UNKNOWN_VERSION if unknown)
     source: Optional[AgentBuffer]  # the steps as an AgentBuffer, kept only for learned reward signals' updates
     uses: int = 0  # how many updates have consumed this piece
+    memory: Optional[np.ndarray] = None  # [M] recurrent policies: the actor's memory at the first step
+    critic_memory: Optional[np.ndarray] = None  # [M] the separate critic's memory at the first step (impala/recurrent.py)
 
     @property
     def length(self) -> int:
@@ -47,10 +51,12 @@ def cut_trajectory(
     acting_version: np.ndarray,
     unroll_length: int,
     keep_source: bool = False,
+    critic_memories: Optional[np.ndarray] = None,
 ) -> List[Piece]:
     """Cut one trajectory (``Trajectory.to_agentbuffer()`` with reward streams already filled in) into
     pieces of ``unroll_length`` steps; the last piece may be shorter and is the only one that can be
-    ``terminal``."""
+    ``terminal``.  A recurrent policy's buffer holds each step's memory: every piece keeps its first step's, and
+    ``critic_memories`` [pieces, M] (the separate critic's at each piece start) when given."""
     n = buffer.num_experiences
     obs = [np.asarray(buffer[ObsUtil.get_name_at(i)].get_batch(), dtype=np.float32) for i in range(num_obs)]
     next_obs = [np.asarray(buffer[ObsUtil.get_name_at_next(i)].get_batch(), dtype=np.float32) for i in range(num_obs)]
@@ -68,6 +74,9 @@ def cut_trajectory(
         name: np.asarray(buffer[RewardSignalUtil.rewards_key(name)].get_batch(), dtype=np.float32)
         for name in stream_names
     }
+    memories = None
+    if BufferKey.MEMORY in buffer and len(buffer[BufferKey.MEMORY]) == n:
+        memories = np.asarray(buffer[BufferKey.MEMORY].get_batch(), dtype=np.float32).reshape(n, -1)
     pieces = []
     for start in range(0, n, unroll_length):
         end = min(start + unroll_length, n)
@@ -83,6 +92,8 @@ def cut_trajectory(
                 terminal=terminal and end == n,
                 acting_version=np.asarray(acting_version[start:end], dtype=np.int64),
                 source=buffer.make_mini_batch(start, end) if keep_source else None,
+                memory=None if memories is None else memories[start],
+                critic_memory=None if critic_memories is None else critic_memories[start // unroll_length],
             )
         )
     return pieces
@@ -109,6 +120,8 @@ class PieceBatch(NamedTuple):
     mask_t: torch.Tensor  # [T, B]: 1 on real steps
     real_rows: torch.Tensor  # [N] (long): row t * B + b of each real step, ascending
     acting_version: np.ndarray  # [number of real steps]
+    # Recurrent policies: the pieces as sequences from their stored memories (impala/recurrent.py), else None.
+    sequences: Optional[SequenceInputs] = None
 
     def time_major(self, x_n: torch.Tensor) -> torch.Tensor:
         """``[N]`` per-real-step values -> ``[T, B]``, zero on padding; differentiable in ``x_n``."""
@@ -164,6 +177,7 @@ def make_batch(pieces: List[Piece], unroll_length: int) -> PieceBatch:
         mask_t=tm(mask),
         real_rows=torch.as_tensor(piece_rows[order], dtype=torch.long, device=device),
         acting_version=np.concatenate([p.acting_version for p in pieces]),
+        sequences=None if pieces[0].memory is None else sequence_inputs(pieces, T, order, piece_rows),
     )
 
 

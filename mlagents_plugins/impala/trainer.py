@@ -23,15 +23,17 @@ from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.buffer import BufferKey, RewardSignalUtil
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
-from mlagents.trainers.settings import RewardSignalType
+from mlagents.trainers.settings import RewardSignalType, TrainerSettings
 from mlagents.trainers.torch_entities.networks import SharedActorCritic, SimpleActor
-from mlagents.trainers.trajectory import Trajectory
+from mlagents.trainers.trajectory import ObsUtil, Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
+from mlagents_plugins.common.input_checks import dropped_chunk_message, nonfinite_input, should_warn
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
-from mlagents_plugins.impala.optimizer import TorchImpalaOptimizer
+from mlagents_plugins.impala import recurrent
+from mlagents_plugins.impala.optimizer import PassTargets, TorchImpalaOptimizer
 from mlagents_plugins.impala.pieces import (
     UNKNOWN_VERSION,
     PieceQueue,
@@ -53,6 +55,7 @@ STAT_QUEUE_SIZE = "IMPALA/Queue Size"  # pieces waiting (fresh + reusable) after
 STAT_ROUND_STOPPED = "IMPALA/Round Stopped By KL"  # epochs: fraction of rounds ended early by kl_stop
 STAT_ROUND_STEPS = "IMPALA/Gradient Steps Per Round"  # epochs: gradient steps made in a round
 STAT_VERSION_UNMATCHED = "IMPALA/Unmatched Acting Version"  # fraction of steps whose acting version is unknown
+STAT_DROPPED_NONFINITE = "IMPALA/Dropped Non-finite Chunks"  # trajectory chunks refused for NaN/inf (a count)
 
 
 class ImpalaTrainer(PluginTrainerBase):
@@ -76,10 +79,23 @@ class ImpalaTrainer(PluginTrainerBase):
             key != RewardSignalType.EXTRINSIC for key in self.trainer_settings.reward_signals
         )
         self._reported_dropped = 0
+        self.dropped_nonfinite = 0  # trajectory chunks refused for NaN/inf observations or rewards
+        # Recurrent policies with a separate critic: each agent's critic memory after its last chunk (zeros at an
+        # episode's start), carried into its next chunk as built-in ppo does.
+        self._critic_memory: Dict[str, np.ndarray] = {}
 
     # ---- intake -------------------------------------------------------------------------------
     def _process_trajectory(self, trajectory: Trajectory) -> None:
         super()._process_trajectory(trajectory)
+        bad = nonfinite_input(trajectory)
+        if bad is not None:
+            # Kept out of the normalizers and the pieces, so no NaN reaches an update or a checkpoint.
+            self.dropped_nonfinite += 1
+            if should_warn(self.dropped_nonfinite):
+                logger.warning(dropped_chunk_message(self.brain_name, trajectory, bad, self.dropped_nonfinite,
+                                                     "the learner's pieces and the normalizers"))
+            self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
+            return
         agent_id = trajectory.agent_id
         buffer = trajectory.to_agentbuffer()
         self._warn_if_group_reward(buffer)
@@ -95,6 +111,7 @@ class ImpalaTrainer(PluginTrainerBase):
             self.collected_rewards[name][agent_id] += np.sum(reward)
 
         if self.should_still_train:
+            critic_memories = self._critic_memories(buffer, agent_id, trajectory.done_reached)
             versions = self.policy.acting_versions(agent_id, [step.obs for step in trajectory.steps])
             self.piece_queue.add(
                 cut_trajectory(
@@ -105,10 +122,35 @@ class ImpalaTrainer(PluginTrainerBase):
                     acting_version=versions,
                     unroll_length=self.hyperparameters.unroll_length,
                     keep_source=self._learned_reward_signals,
+                    critic_memories=critic_memories,
                 )
             )
         if trajectory.done_reached:
             self._update_end_episode_stats(agent_id, self.optimizer)
+
+    @classmethod
+    def check_settings(cls, behavior_name: str, trainer_settings: TrainerSettings) -> None:
+        """``network_settings.memory`` is trained on whole unrolls (``impala/recurrent.py``); ML-Agents refuses an
+        odd ``memory_size`` itself."""
+
+    def _critic_memories(self, buffer, agent_id: str, episode_ended: bool):
+        """The separate critic's memory at each piece start of this chunk (None without memory or with a shared
+        critic, whose memory is the policy's)."""
+        if not self.policy.use_recurrent or self.hyperparameters.shared_critic:
+            return None
+        n = buffer.num_experiences
+        unroll = self.hyperparameters.unroll_length
+        starts = list(range(0, n, unroll))
+        obs = [np.asarray(buffer[ObsUtil.get_name_at(i)].get_batch(), dtype=np.float32)
+               for i in range(len(self.policy.behavior_spec.observation_specs))]
+        start = self._critic_memory.get(agent_id, np.zeros(self.policy.m_size, np.float32))
+        memories, end = recurrent.piece_start_memories(self.optimizer.critic, obs, starts,
+                                                       [min(unroll, n - s) for s in starts], start)
+        if episode_ended:
+            self._critic_memory.pop(agent_id, None)
+        else:
+            self._critic_memory[agent_id] = end
+        return memories
 
     # ---- cadence ------------------------------------------------------------------------------
     def _is_ready_update(self) -> bool:
@@ -150,6 +192,9 @@ class ImpalaTrainer(PluginTrainerBase):
         hp = self.hyperparameters
         batch = make_batch(pieces, hp.unroll_length)
         self._record_lag(batch, update_stats)
+        if batch.sequences is not None:
+            self._epochs_on_pieces(pieces, batch, update_stats)
+            return
         n = int(batch.real_rows.shape[0])
         # Learned reward signals update on minibatches of the round's steps too, as under ppo.
         sources = merge_sources(pieces) if self._learned_reward_signals else None
@@ -173,6 +218,48 @@ class ImpalaTrainer(PluginTrainerBase):
                     minibatch = sources.make_mini_batch(start, start + hp.batch_size)
                     for stat, value in self.optimizer.update_reward_signals(minibatch).items():
                         update_stats[stat].append(value)
+            if stopped:
+                break
+        update_stats[STAT_ROUND_STOPPED].append(float(stopped))
+        update_stats[STAT_ROUND_STEPS].append(float(steps))
+
+    def _epochs_on_pieces(self, pieces, batch, update_stats: Dict[str, List[float]]) -> None:
+        """The epochs style for a recurrent policy: each pass shuffles whole pieces (a sequence is replayed from its
+        stored memory, so its steps stay together) into minibatches of at least ``batch_size`` steps; a last group
+        short of that is left out of the pass, as ppo leaves out a partial minibatch."""
+        hp = self.hyperparameters
+        t_len = hp.unroll_length
+        # index in the round's real-row order of step t of piece b: position_of[b * T + t]
+        position_of = np.zeros(len(pieces) * t_len, dtype=np.int64)
+        position_of[batch.sequences.rows.cpu().numpy()] = np.arange(int(batch.real_rows.shape[0]))
+        steps, stopped = 0, False
+        for _ in range(hp.max_reuse):
+            targets = self.optimizer.pass_targets(batch)
+            group: List[int] = []
+            taken = 0
+            for b in self._shuffle_rng.permutation(len(pieces)):
+                group.append(int(b))
+                taken += pieces[b].length
+                if taken < hp.batch_size:
+                    continue
+                sub = make_batch([pieces[k] for k in group], t_len)
+                local = sub.sequences.rows.cpu().numpy()
+                index = position_of[np.asarray(group)[local // t_len] * t_len + local % t_len]
+                rows = torch.as_tensor(index, device=batch.real_rows.device)
+                sub_targets = PassTargets({name: v[rows] for name, v in targets.vs.items()}, targets.advantage[rows])
+                stats = self.optimizer.update_pieces(sub, sub_targets)
+                stopped = stats is None
+                if stopped:
+                    break
+                for stat, value in stats.items():
+                    update_stats[stat].append(value)
+                if self._learned_reward_signals:
+                    for stat, value in self.optimizer.update_reward_signals(
+                            merge_sources([pieces[k] for k in group])).items():
+                        update_stats[stat].append(value)
+                self.policy.version += 1
+                steps += 1
+                group, taken = [], 0
             if stopped:
                 break
         update_stats[STAT_ROUND_STOPPED].append(float(stopped))

@@ -46,6 +46,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents_envs.timers import timed
 
+from mlagents_plugins.common.input_checks import dropped_chunk_message, nonfinite_input, should_warn
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
 from mlagents_plugins.host.atomic_checkpoint import CheckpointSaveError
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
@@ -69,20 +70,6 @@ EXTRA_TORCH_RNG = "torch_rng_state"  # base64 of the torch generator's state byt
 STAT_UPDATES = "Replay/Updates"
 STAT_DROPPED_NONFINITE = "Replay/Dropped Non-finite Chunks"
 STAT_REPLAY_SIZE = "Replay/Size"
-
-
-def nonfinite_input(trajectory: Trajectory, obs: List[np.ndarray]) -> Optional[str]:
-    """What in ``trajectory`` (observations, next observations, rewards) holds NaN or inf, or None; ``obs`` is
-    ``offpolicy_rows.stacked_observations(trajectory)``."""
-    if not np.isfinite(np.asarray([s.reward for s in trajectory.steps], dtype=np.float64)).all():
-        return "reward"
-    for k, stacked in enumerate(obs):
-        if not np.isfinite(stacked).all():
-            return f"observation {k}"
-    for k, o in enumerate(trajectory.next_obs):
-        if not np.isfinite(o).all():
-            return f"observation {k} (after the last step)"
-    return None
 
 
 def _group_rewards_only(steps) -> AgentBuffer:
@@ -252,13 +239,9 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
         if bad is not None:
             # A NaN in the replay or the normalizer would reach every later update and every checkpoint.
             self.dropped_nonfinite += 1
-            if self.dropped_nonfinite == 1 or self.dropped_nonfinite % 100 == 0:
-                logger.warning(
-                    f"{self.brain_name}: dropped a trajectory chunk of {len(trajectory.steps)} steps (agent "
-                    f"{trajectory.agent_id}): its {bad} holds NaN or infinite values sent by the environment. It is "
-                    "kept out of the replay buffer and the normalizer, so the model and its checkpoints stay finite "
-                    f"({self.dropped_nonfinite} chunk(s) dropped so far); check the build's observations and rewards."
-                )
+            if should_warn(self.dropped_nonfinite):
+                logger.warning(dropped_chunk_message(self.brain_name, trajectory, bad, self.dropped_nonfinite,
+                                                     "the replay buffer and the normalizer"))
             self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
             return
         agent_id = trajectory.agent_id

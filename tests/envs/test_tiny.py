@@ -163,3 +163,32 @@ def test_cases_give_every_trainer_its_built_in_config_with_only_trainer_type_cha
     assert {c.builtin for c in tiny.cases_for("impala")} == {"ppo"}
     assert {c.builtin for c in tiny.cases_for("taac")} == {"sac"}
     assert len(tiny.cases_for("fast_sac")) == len(tiny.cases_for("impala")) == len(tiny.CASES) // 2
+
+
+def test_memory_task_shows_the_cue_at_the_first_decisions_of_every_episode_only():
+    """cue_steps=2 (ML-Agents' MemoryEnvironment): the goal at decisions 0 and 1 of an episode, 0 after, again at
+    the next episode's start; the rules of the line are unchanged (5 decisions, best return 1.0)."""
+    task = TinyTask(continuous=1, branches=0, step=0.2, cue_steps=2)
+    scene = _scene(task, seed=2)
+    seen = []
+    for episode in range(3):
+        g = scene.goal[0]
+        for k in range(5):
+            seen.append(float(scene.observe()[0][0, 0]))
+            assert seen[-1] == (g if k < 2 else 0.0), (episode, k)
+            out = scene.step(_act(scene, [g]))
+        assert out.done[0] and out.success[0] and out.episode_return[0] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="cue_steps"):
+        TinyTask(cue_steps=2, vector=False, cameras=1)
+    with pytest.raises(ValueError, match="cue_steps"):
+        TinyTask(cue_steps=-1)
+
+
+def test_memory_cases_carry_the_memory_a_user_adds():
+    for builtin in ("sac", "ppo"):
+        for kind in ("continuous", "discrete"):
+            case = tiny.CASES[f"{builtin}-memory-{kind}"]
+            assert case.task.cue_steps == tiny.MEMORY_CUE_STEPS < case.task.fewest_decisions
+            memory = case.config("fast_sac")["network_settings"]["memory"]
+            assert memory["memory_size"] % 2 == 0 and memory["sequence_length"] <= \
+                case.config("fast_sac")["hyperparameters"]["batch_size"]

@@ -1,4 +1,4 @@
-"""fast_sac settings: structuring from YAML dicts, defaults, validation messages, recurrent rejection."""
+"""fast_sac settings: structuring from YAML dicts, defaults, validation messages, recurrent policies."""
 import numpy as np
 import pytest
 import torch
@@ -51,14 +51,21 @@ def test_bad_values_name_field_value_and_allowed_range(field, value, allowed):
     assert f"hyperparameters.{field}" in msg and repr(value) in msg and allowed in msg
 
 
-def test_recurrent_policy_rejected_at_start_up(tmp_path):
+def test_recurrent_policy_from_yaml_builds_a_recurrent_fast_sac(tmp_path):
+    """``network_settings.memory`` from a YAML: an LSTM policy and the recurrent optimizer (tests/fast_sac/
+    test_recurrent.py has the rest)."""
+    from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
     from mlagents.trainers.settings import NetworkSettings
+    from mlagents_plugins.fast_sac.recurrent import RecurrentFastSACOptimizer
     from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 
-    s = _structure({"batch_size": 64}, network_settings={"memory": {"memory_size": 16, "sequence_length": 4}})
-    assert isinstance(s.network_settings.memory, NetworkSettings.MemorySettings)
-    with pytest.raises(TrainerConfigError, match="network_settings.memory.*fast_sac.*recurrent"):
-        FastSACTrainer("B", 10, s, True, False, 0, str(tmp_path / "B"))
+    s = _structure({"batch_size": 64, "burn_in": 2}, network_settings={"memory": {"memory_size": 16, "sequence_length": 4}})
+    assert isinstance(s.network_settings.memory, NetworkSettings.MemorySettings) and s.hyperparameters.burn_in == 2
+    trainer = FastSACTrainer("B", 10, s, True, False, 0, str(tmp_path / "B"))
+    behavior_id = BehaviorIdentifiers.from_name_behavior_id("B?team=0")
+    trainer.add_policy(behavior_id, trainer.create_policy(behavior_id, behavior_spec()))
+    assert trainer.policy.use_recurrent and trainer.policy.m_size == 16
+    assert isinstance(trainer.optimizer, RecurrentFastSACOptimizer)
 
 
 def test_init_replay_from_missing_file_is_a_config_error(tmp_path):

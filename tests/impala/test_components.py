@@ -247,11 +247,12 @@ def test_unroll_length_automatic_is_at_most_the_batch(batch_size, unroll_length,
     assert strict_to_cls(given, ImpalaSettings).unroll_length == expected
 
 
-def test_trainer_rejects_recurrent_policy(tmp_path):
+def test_trainer_takes_a_recurrent_policy(tmp_path):
+    """network_settings.memory is trained on whole unrolls (tests/impala/test_recurrent.py has the rest)."""
     settings = trainer_settings()
     settings.network_settings.memory = NetworkSettings.MemorySettings(sequence_length=8, memory_size=16)
-    with pytest.raises(TrainerConfigError, match="memory"):
-        ImpalaTrainer("B", 10, settings, True, False, 0, str(tmp_path))
+    trainer = ImpalaTrainer("B", 10, settings, True, False, 0, str(tmp_path))
+    assert trainer.trainer_settings.network_settings.memory.memory_size == 16
 
 
 @pytest.mark.parametrize("reward_scale, clipped", [(1.0, False), (1000.0, True)])

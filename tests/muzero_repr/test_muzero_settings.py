@@ -94,7 +94,7 @@ def test_sac_head_defaults_are_fast_sacs():
     # initializations and warm-up, CrossQ's critic options).
     fast_sac_only = {"critic_small_init", "critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm",
                      "batch_renorm_momentum", "batch_renorm_warmup", "critic_hidden_units", "adam_beta1",
-                     "actor_update_every"}
+                     "actor_update_every", "burn_in"}
     fields = [f.name for f in attr.fields(FastSACSettings) if f.name not in fast_sac_only]
     assert "init_entcoef" in fields and "actor_min_q" in fields
     assert not hasattr(ours, "critic_small_init") and not hasattr(ours, "critic_warmup_updates")
