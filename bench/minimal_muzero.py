@@ -11,8 +11,8 @@ support, no game-over/consistency heads and no policy loss (their defaults):
   latents; cross-entropy of value and reward logits against the two-hot projection of ``h(target)``,
   recurrent steps weighted 1/K; ONE backward, gradient-norm clip, ONE Adam step; the target model copied
   every ``model_target_update_period`` updates;
-* SAC head on the latent of h's target copy (refreshed every ``head_repr_update_period`` model updates;
-  start and bootstrap observations in one pass) (fast_sac's n-step soft targets, twin Q, actor on Q1 as fast_sac's automatic
+* SAC head on the detached latent of h, or of h's target copy (``head_reads_target_repr``; refreshed every
+  ``head_repr_update_period`` model updates), start and bootstrap observations in one pass (fast_sac's n-step soft targets, twin Q, actor on Q1 as fast_sac's automatic
   ``actor_min_q`` gives for continuous actions): ONE backward + Adam step of critics, actor head and
   temperature (the shared SAC head sums the three losses), Polyak.
 
@@ -42,7 +42,7 @@ SETTINGS = dict(
     model_update_interval="checked: 1", model_updates_per_interval="checked: 1",
     model_grad_clip="model norm clip", random_shift_pad="no work: vector observations (automatic: 0 for vectors)",
     rl_gradient_to_repr="checked: false (automatic: false for vectors)", head_hidden_units="head width", head_num_layers="head depth",
-    head_reads_target_repr="checked: not false (automatic: true for vectors with continuous actions)",
+    head_reads_target_repr="the head reads h's copy unless false (automatic: the copy for vectors with continuous actions)",
     head_repr_update_tau="head's target h Polyak rate", head_repr_update_period="head's target h period",
     repr_prediction_target="no work: train_repr_prediction false", repr_prediction_loss="no work: train_repr_prediction false",
 )
@@ -108,14 +108,14 @@ class MinimalMuZeroRepr:
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
                 or hp.rl_gradient_to_repr is True or hp.prioritized_replay or hp.model_update_interval != 1
-                or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"
-                or hp.head_reads_target_repr is False):
+                or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):
             raise ValueError("the minimal muzero_repr loop covers the shipped balance config's options only")
         self.hp = hp
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         self.model = _Model(obs_size, act_size, net, hp)
         self.target_model = frozen_copy(self.model)
-        self.head_h = frozen_copy(self.model.h)  # what the SAC head reads: h's copy, refreshed on its period
+        self.head_h = frozen_copy(self.model.h)  # h's copy, refreshed on its period
+        self.read_copy = hp.head_reads_target_repr is not False  # null: automatic, the copy for vectors + continuous
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate)
         hh, hn = hp.head_hidden_units, hp.head_num_layers
         self.head = swish_mlp(hp.latent_size, hh, hn)
@@ -211,7 +211,8 @@ class MinimalMuZeroRepr:
         act = t(s.action[idx[:, 0]])
         alpha = self.log_alpha.exp()
         with torch.no_grad():
-            z = _min_max(self.head_h(torch.cat([t(s.obs[idx[:, 0]]), t(s.next_obs[last])])))
+            encoder = self.head_h if self.read_copy else self.model.h
+            z = _min_max(encoder(torch.cat([t(s.obs[idx[:, 0]]), t(s.next_obs[last])])))
             z0, z1 = z[:B], z[B:]
             a1, logp1 = self.actor(z1)
             x1 = torch.cat([z1, a1], 1)

@@ -99,8 +99,10 @@ class MuZeroReprSettings(SACHeadSettings):
     # --- what the SAC head reads (issue #52; docs/muzero_repr.md "The head's target encoder") ---
     # The SAC head (critic, actor loss, acting policy and the exported actor) reads a target copy of h that holds
     # still between refreshes, instead of h itself (MR.Q; SPR's EMA target).  null = automatic: on wherever the
-    # critic's gradient does not reach h (rl_gradient_to_repr false or automatic-off), off where it does.
-    head_reads_target_repr: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
+    # critic's gradient does not reach h (rl_gradient_to_repr false or automatic-off), off where it does.  Default
+    # false (h, as before): in the one-seed screen of bench/results/muzero-target-encoder-2026-11-28 no refresh
+    # scheme learned faster than the moving h.
+    head_reads_target_repr: Any = attr.ib(default=False, validator=optional_bool)  # Optional[bool]
     # The head's target copy: copy <- (1 - tau) copy + tau h every period model updates (tau 1: a hard copy
     # every period updates, MR.Q; tau < 1 with period 1: an EMA, SPR).
     head_repr_update_tau: float = attr.ib(default=1.0, validator=unit_interval)

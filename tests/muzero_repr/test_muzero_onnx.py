@@ -12,7 +12,7 @@ from tests.builders import behavior_spec
 @pytest.mark.parametrize("obs_shapes,cont,branches", [(((5,),), 2, ()), (((3, 20, 20), (2,)), 1, (3, 2))])
 def test_onnx_matches_torch(tmp_path, obs_shapes, cont, branches):
     spec = behavior_spec(obs_shapes, cont, branches)
-    trainer = make_trainer(spec, tmp_path)
+    trainer = make_trainer(spec, tmp_path, head_reads_target_repr=None)  # automatic: the copy for vectors + continuous
     rng = np.random.default_rng(0)
     fill(trainer, spec, rng)
     for _ in range(3):  # move the weights away from their initialisation, representation included
