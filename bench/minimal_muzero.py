@@ -42,7 +42,7 @@ SETTINGS = dict(
     model_update_interval="checked: 1", model_updates_per_interval="checked: 1",
     model_grad_clip="model norm clip", random_shift_pad="no work: vector observations (automatic: 0 for vectors)",
     rl_gradient_to_repr="checked: false (automatic: false for vectors)", head_hidden_units="head width", head_num_layers="head depth",
-    head_reads_target_repr="the head reads h's copy unless false (automatic: the copy for vectors with continuous actions)",
+    head_reads_target_repr="the head reads h's copy when true, h when false",
     head_repr_update_tau="head's target h Polyak rate", head_repr_update_period="head's target h period",
     repr_prediction_target="no work: train_repr_prediction false", repr_prediction_loss="no work: train_repr_prediction false",
 )
@@ -115,7 +115,7 @@ class MinimalMuZeroRepr:
         self.model = _Model(obs_size, act_size, net, hp)
         self.target_model = frozen_copy(self.model)
         self.head_h = frozen_copy(self.model.h)  # h's copy, refreshed on its period
-        self.read_copy = hp.head_reads_target_repr is not False  # null: automatic, the copy for vectors + continuous
+        self.read_copy = bool(hp.head_reads_target_repr)
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate)
         hh, hn = hp.head_hidden_units, hp.head_num_layers
         self.head = swish_mlp(hp.latent_size, hh, hn)

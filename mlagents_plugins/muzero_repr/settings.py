@@ -98,11 +98,11 @@ class MuZeroReprSettings(SACHeadSettings):
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
     # --- what the SAC head reads (issue #52; docs/muzero_repr.md "The head's target encoder") ---
     # The SAC head (critic, actor loss, acting policy and the exported actor) reads a target copy of h that holds
-    # still between refreshes, instead of h itself (MR.Q; SPR's EMA target).  null = automatic: on wherever the
-    # critic's gradient does not reach h (rl_gradient_to_repr false or automatic-off), off where it does.  Default
-    # false (h, as before): in the one-seed screen of bench/results/muzero-target-encoder-2026-11-28 no refresh
-    # scheme learned faster than the moving h.
-    head_reads_target_repr: Any = attr.ib(default=False, validator=optional_bool)  # Optional[bool]
+    # still between refreshes, instead of h itself (MR.Q; SPR's EMA target); the critic's gradient then cannot reach
+    # h (rl_gradient_to_repr: true is refused with it, and its automatic value becomes false).  Default false (h, as
+    # before): in the one-seed screen of bench/results/muzero-target-encoder-2026-11-28 no refresh scheme learned
+    # faster than the moving h.
+    head_reads_target_repr: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
     # The head's target copy: copy <- (1 - tau) copy + tau h every period model updates (tau 1: a hard copy
     # every period updates, MR.Q; tau < 1 with period 1: an EMA, SPR).
     head_repr_update_tau: float = attr.ib(default=1.0, validator=unit_interval)
@@ -121,10 +121,8 @@ class MuZeroReprSettings(SACHeadSettings):
         return has_visual(observation_specs) or action_spec.continuous_size == 0
 
     def head_reads_target(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
-        """``head_reads_target_repr``, or when null, whether the critic's gradient stays out of h."""
-        if self.head_reads_target_repr is not None:
-            return bool(self.head_reads_target_repr)
-        return not self.repr_gets_rl_gradient(observation_specs, action_spec)
+        """Whether the SAC head reads h's target copy (``head_reads_target_repr``; the same for every behavior)."""
+        return bool(self.head_reads_target_repr)
 
     def needs_target_repr(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
         """Whether a target copy of h is kept: the head reads it, or the self-prediction targets come from it."""

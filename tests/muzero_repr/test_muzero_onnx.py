@@ -12,7 +12,8 @@ from tests.builders import behavior_spec
 @pytest.mark.parametrize("obs_shapes,cont,branches", [(((5,),), 2, ()), (((3, 20, 20), (2,)), 1, (3, 2))])
 def test_onnx_matches_torch(tmp_path, obs_shapes, cont, branches):
     spec = behavior_spec(obs_shapes, cont, branches)
-    trainer = make_trainer(spec, tmp_path, head_reads_target_repr=None)  # automatic: the copy for vectors + continuous
+    # the head on h's copy in the vector case, on h in the pixel + hybrid one: both graphs
+    trainer = make_trainer(spec, tmp_path, head_reads_target_repr=len(obs_shapes) == 1)
     rng = np.random.default_rng(0)
     fill(trainer, spec, rng)
     for _ in range(3):  # move the weights away from their initialisation, representation included
@@ -26,9 +27,9 @@ def test_onnx_matches_torch(tmp_path, obs_shapes, cont, branches):
     assert ("continuous_actions" in outputs) == (cont > 0)
     assert ("discrete_actions" in outputs) == bool(branches)
     # The weights of the representation the head reads are part of the graph (it is not a separate model): the
-    # target copy of h where the head reads it (vectors with continuous actions, automatically), else h itself.
+    # target copy of h where the head reads it, else h itself.
     body = trainer.policy.actor.network_body
-    assert body.read_target == (len(obs_shapes) == 1 and not branches)
+    assert body.read_target == (len(obs_shapes) == 1)
     read = body.target_representation if body.read_target else body.representation
     rep_w = read.out.weight.detach().numpy()
     inits = [onnx.numpy_helper.to_array(t) for t in graph.initializer]

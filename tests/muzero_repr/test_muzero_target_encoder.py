@@ -31,22 +31,19 @@ def _trainer(tmp_path, load=False, seed=0, spec_args=VECTOR_CONT, **hyper):
 
 
 # ---------------------------------------------------------------- settings
-@pytest.mark.parametrize("obs_shapes,cont,branches,rl_grad,explicit,reads", [
-    (((4,),), 2, (), None, None, True),  # vectors, continuous: the critic's gradient is off, so the copy is read
-    (((4,),), 1, (2,), None, None, True),  # hybrid: the same
-    (((4,),), 0, (3,), None, None, False),  # discrete only: the critic's gradient trains h, h is read
-    (((3, 20, 20),), 2, (), None, None, False),  # pixels: the same
-    (((4,),), 2, (), False, None, True),
-    (((4,),), 2, (), None, False, False),
-    (((4,),), 0, (3,), None, True, True),  # explicit: the automatic gradient turns off for it
-    (((3, 20, 20),), 2, (), False, None, True),
+@pytest.mark.parametrize("obs_shapes,cont,branches,rl_grad,reads,grad", [
+    (((4,),), 2, (), None, False, False),  # the default: the head reads h; no critic gradient for vectors + continuous
+    (((4,),), 0, (3,), None, False, True),  # discrete only: the critic's gradient trains h automatically
+    (((4,),), 2, (), None, True, False),
+    (((4,),), 0, (3,), None, True, False),  # reading the copy turns the automatic critic gradient off
+    (((3, 20, 20),), 2, (), None, True, False),  # pixels: the same
+    (((3, 20, 20),), 2, (), False, True, False),
 ])
-def test_automatic_resolution(obs_shapes, cont, branches, rl_grad, explicit, reads):
+def test_resolution(obs_shapes, cont, branches, rl_grad, reads, grad):
     spec = behavior_spec(obs_shapes, cont, branches)
-    hp = MuZeroReprSettings(rl_gradient_to_repr=rl_grad, head_reads_target_repr=explicit)
+    hp = MuZeroReprSettings(rl_gradient_to_repr=rl_grad, head_reads_target_repr=reads)
     assert hp.head_reads_target(spec.observation_specs, spec.action_spec) == reads
-    if reads:
-        assert not hp.repr_gets_rl_gradient(spec.observation_specs, spec.action_spec)
+    assert hp.repr_gets_rl_gradient(spec.observation_specs, spec.action_spec) == grad
     assert hp.needs_target_repr(spec.observation_specs, spec.action_spec) == reads
 
 
@@ -62,7 +59,7 @@ def test_self_prediction_against_the_copy_keeps_one_without_the_head_reading_it(
     ("repr_prediction_loss", "l1", "'cosine' or 'mse'"),
     ("head_repr_update_tau", 1.5, "head_repr_update_tau"),
     ("head_repr_update_period", 0, "head_repr_update_period"),
-    ("head_reads_target_repr", "yes", "head_reads_target_repr"),
+    ("head_reads_target_repr", None, "head_reads_target_repr"),
 ])
 def test_bad_values_name_the_field(field, value, needle):
     with pytest.raises(TrainerConfigError, match=field) as err:
