@@ -96,7 +96,7 @@ class MuZeroReprSettings(SACHeadSettings):
     # Hidden units / layers of the actor and critics on top of the latent.
     head_hidden_units: int = attr.ib(default=128, validator=positive_int)
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
-    # --- what the SAC head reads (issue #52; docs/muzero_repr.md "The head's target encoder") ---
+    # --- what the SAC head reads (issue #52; docs/muzero_repr.md, Algorithm, "What the head reads") ---
     # The SAC head (critic, actor loss, acting policy and the exported actor) reads a target copy of h that holds
     # still between refreshes, instead of h itself (MR.Q; SPR's EMA target); the critic's gradient then cannot reach
     # h (rl_gradient_to_repr: true is refused with it, and its automatic value becomes false).  Default false (h, as
@@ -152,7 +152,7 @@ class MuZeroReprSettings(SACHeadSettings):
             fail(
                 "head_reads_target_repr",
                 self.head_reads_target_repr,
-                "false or null while rl_gradient_to_repr is true: a head reading the target copy of h sends no "
+                "false while rl_gradient_to_repr is true: a head reading the target copy of h sends no "
                 "gradient into h, so the critic's gradient could not reach it",
             )
 
