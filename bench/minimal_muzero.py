@@ -11,7 +11,8 @@ support, no game-over/consistency heads and no policy loss (their defaults):
   latents; cross-entropy of value and reward logits against the two-hot projection of ``h(target)``,
   recurrent steps weighted 1/K; ONE backward, gradient-norm clip, ONE Adam step; the target model copied
   every ``model_target_update_period`` updates;
-* SAC head on the detached latent (fast_sac's n-step soft targets, twin Q, actor on Q1 as fast_sac's automatic
+* SAC head on the detached latent of h, or of h's target copy (``head_reads_target_repr``; refreshed every
+  ``head_repr_update_period`` model updates), start and bootstrap observations in one pass (fast_sac's n-step soft targets, twin Q, actor on Q1 as fast_sac's automatic
   ``actor_min_q`` gives for continuous actions): ONE backward + Adam step of critics, actor head and
   temperature (the shared SAC head sums the three losses), Polyak.
 
@@ -42,6 +43,9 @@ SETTINGS = dict(
     model_update_interval="checked: 1", model_updates_per_interval="checked: 1",
     model_grad_clip="model norm clip", random_shift_pad="no work: vector observations (automatic: 0 for vectors)",
     rl_gradient_to_repr="checked: false (automatic: false for vectors)", head_hidden_units="head width", head_num_layers="head depth",
+    head_reads_target_repr="the head reads h's copy when true, h when false",
+    head_repr_update_tau="head's target h Polyak rate", head_repr_update_period="head's target h period",
+    repr_prediction_target="no work: train_repr_prediction false", repr_prediction_loss="no work: train_repr_prediction false",
 )
 
 
@@ -111,6 +115,8 @@ class MinimalMuZeroRepr:
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         self.model = _Model(obs_size, act_size, net, hp)
         self.target_model = frozen_copy(self.model)
+        self.head_h = frozen_copy(self.model.h)  # h's copy, refreshed on its period
+        self.read_copy = bool(hp.head_reads_target_repr)
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate)
         hh, hn = hp.head_hidden_units, hp.head_num_layers
         self.head = swish_mlp(hp.latent_size, hh, hn)
@@ -189,6 +195,8 @@ class MinimalMuZeroRepr:
         self.num_model_updates += 1
         if self.num_model_updates % hp.model_target_update_period == 0:
             polyak_(self.model, self.target_model, hp.model_target_update_tau)
+        if self.num_model_updates % hp.head_repr_update_period == 0:
+            polyak_(self.model.h, self.head_h, hp.head_repr_update_tau)
 
     def actor(self, z):
         e = self.head(z)
@@ -204,8 +212,9 @@ class MinimalMuZeroRepr:
         act = t(s.action[idx[:, 0]])
         alpha = self.log_alpha.exp()
         with torch.no_grad():
-            z0 = self.model.represent(t(s.obs[idx[:, 0]]))
-            z1 = self.model.represent(t(s.next_obs[last]))
+            encoder = self.head_h if self.read_copy else self.model.h
+            z = _min_max(encoder(torch.cat([t(s.obs[idx[:, 0]]), t(s.next_obs[last])])))
+            z0, z1 = z[:B], z[B:]
             a1, logp1 = self.actor(z1)
             x1 = torch.cat([z1, a1], 1)
             v1 = torch.min(self.q_target[0](x1), self.q_target[1](x1)).squeeze(1)

@@ -19,6 +19,7 @@ from mlagents_envs.base_env import (
     ObservationType,
 )
 
+from mlagents_plugins.common.tensor_utils import polyak_update_, target_copy
 from mlagents_plugins.muzero_repr.networks import Representation
 
 
@@ -28,14 +29,62 @@ def latent_observation_spec(latent_size: int) -> ObservationSpec:
 
 
 class LatentBody(nn.Module):
-    """Drop-in for ``NetworkBody``: h(obs) (detached unless the RL head may train it), then an MLP."""
+    """Drop-in for ``NetworkBody``: h(obs) (detached unless the RL head may train it), then an MLP.
 
-    def __init__(self, representation: Representation, hidden_units: int, num_layers: int, rl_gradient_to_repr: bool):
+    With ``target_repr`` it also holds a target copy of h (``target_representation``, no gradient; moved only by
+    the optimizer's refresh) and, with ``read_target``, the head reads that copy instead of h.  Two buffers are
+    checkpointed with it: ``model_updates`` (the optimizer's count of model updates, so the refresh cadences
+    continue on resume) and ``target_synced`` (0 until the copy was written from h once, so a checkpoint saved
+    before the copy existed gets it from the loaded h: ``sync_target_after_load``).
+    """
+
+    def __init__(
+        self,
+        representation: Representation,
+        hidden_units: int,
+        num_layers: int,
+        rl_gradient_to_repr: bool,
+        target_repr: bool = False,
+        read_target: bool = False,
+    ):
         super().__init__()
+        if read_target and (rl_gradient_to_repr or not target_repr):
+            raise ValueError("read_target needs target_repr and no RL gradient into h")
         self.representation = representation
         self.head = LinearEncoder(representation.latent_size, num_layers, hidden_units)
         self.rl_gradient_to_repr = rl_gradient_to_repr
+        self.read_target = read_target
         self.h_size = hidden_units
+        self.register_buffer("model_updates", torch.zeros((), dtype=torch.long))
+        self.target_representation: Optional[Representation] = None
+        if target_repr:
+            self.target_representation = target_copy(representation)
+            self.register_buffer("target_synced", torch.zeros((), dtype=torch.long))
+
+    def refresh_target(self, tau: float) -> None:
+        """Target copy of h <- (1 - tau) copy + tau h (weights); its buffers (the observation normaliser's
+        statistics) copied.  A no-op without a target copy."""
+        if self.target_representation is None:
+            return
+        polyak_update_(list(self.representation.parameters()), list(self.target_representation.parameters()), tau)
+        with torch.no_grad():
+            for b_target, b in zip(self.target_representation.buffers(), self.representation.buffers()):
+                b_target.copy_(b)
+            self.target_synced.fill_(1)
+
+    def sync_target_after_load(self) -> bool:
+        """After a checkpoint load: a target copy never written from h (``target_synced`` 0: a fresh start, or a
+        checkpoint saved before the copy existed) becomes an exact copy of h.  Returns whether it copied."""
+        if self.target_representation is None or int(self.target_synced) != 0:
+            return False
+        self.refresh_target(1.0)
+        return True
+
+    def head_latent(self, inputs: List[torch.Tensor]) -> torch.Tensor:
+        """The latent the head reads, without gradient: the target copy's with ``read_target``, else h's."""
+        with torch.no_grad():
+            source = self.target_representation if self.read_target else self.representation
+            return source(inputs)
 
     @property
     def memory_size(self) -> int:
@@ -45,6 +94,8 @@ class LatentBody(nn.Module):
         self.representation.update_normalization(buffer)
 
     def latent(self, inputs: List[torch.Tensor]) -> torch.Tensor:
+        if self.read_target:
+            return self.head_latent(inputs)
         z = self.representation(inputs)
         return z if self.rl_gradient_to_repr else z.detach()
 
@@ -72,6 +123,8 @@ class MuZeroActor(SimpleActor):
         rl_gradient_to_repr: bool = False,
         conditional_sigma: bool = True,
         tanh_squash: bool = True,
+        target_repr: bool = False,
+        read_target: bool = False,
     ):
         head_settings = NetworkSettings(
             hidden_units=head_hidden_units, num_layers=head_num_layers, deterministic=network_settings.deterministic
@@ -82,7 +135,9 @@ class MuZeroActor(SimpleActor):
             [latent_observation_spec(latent_size)], head_settings, action_spec, conditional_sigma, tanh_squash
         )
         representation = Representation(observation_specs, network_settings, latent_size)
-        self.network_body = LatentBody(representation, head_hidden_units, head_num_layers, rl_gradient_to_repr)
+        self.network_body = LatentBody(
+            representation, head_hidden_units, head_num_layers, rl_gradient_to_repr, target_repr, read_target
+        )
 
     @property
     def representation(self) -> Representation:

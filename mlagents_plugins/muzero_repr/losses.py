@@ -153,6 +153,16 @@ def negative_cosine_similarity(pred: torch.Tensor, target: torch.Tensor) -> torc
     return -(p * z).sum(-1)
 
 
+def latent_mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean over the last dimension of ``(pred - stopgrad(target))^2``, [B, ..., D] -> [B, ...] (MR.Q's latent
+    dynamics loss; the target branch carries no gradient)."""
+    check_same_shape("latent_mse", pred=pred, target=target)
+    return (pred - target.detach()).pow(2).mean(-1)
+
+
+CONSISTENCY_LOSSES = {"cosine": negative_cosine_similarity, "mse": latent_mse}
+
+
 def masked_mean_over_batch(loss_k: torch.Tensor, mask_k: torch.Tensor) -> torch.Tensor:
     """Mean over the batch of ``loss_k[B, K]`` where ``mask_k`` is set, per step k -> ``[K]``.
 
@@ -239,6 +249,7 @@ def model_losses(
     support_size: int,
     transform_eps: float,
     loss_weights: ModelLossWeights,
+    consistency_loss: str = "cosine",
 ) -> ModelLosses:
     """MuZero's training loss (MuZero eq. 1; pseudocode ``update_weights``) from the unroll's predictions.
 
@@ -248,7 +259,8 @@ def model_losses(
     (None: no game-over loss); ``consistency_online_bkd`` and ``consistency_target_bkd[B, K, D]`` the
     projections of steps 1..K and of h(o_{t+k}) (None: no consistency loss).  Each per-sample loss is
     multiplied by the importance weight ``is_weights[B]``, averaged over the batch where its mask is set, and
-    steps 1..K weigh 1/K.
+    steps 1..K weigh 1/K.  ``consistency_loss`` names the per-sample consistency loss (``CONSISTENCY_LOSSES``:
+    "cosine" or "mse").
     """
     K = targets.reward_target_k.shape[1]
     B = targets.value_target_k.shape[0]
@@ -281,7 +293,7 @@ def model_losses(
         game_over_k = masked_mean_over_batch(go_l * w, targets.game_over_mask_k)
         total = total + loss_weights.game_over * (game_over_k * step_scale).sum()
     if consistency_online_bkd is not None and consistency_target_bkd is not None:
-        cons_l = negative_cosine_similarity(consistency_online_bkd, consistency_target_bkd)
+        cons_l = CONSISTENCY_LOSSES[consistency_loss](consistency_online_bkd, consistency_target_bkd)
         consistency_k = masked_mean_over_batch(cons_l * w, targets.value_mask_k[:, 1:])
         total = total + loss_weights.consistency * (consistency_k * step_scale[1:]).sum()
     with torch.no_grad():

@@ -157,7 +157,6 @@ class MuZeroReprOptimizer(TorchOptimizer):
         )
         self.model_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.model_step = CompiledStep(self._model_total, compile_update, "muzero_repr model update")
-        self.num_model_updates = 0
         self.loss_weights = muzero_losses.ModelLossWeights(
             value=hp.value_loss_weight,
             reward=hp.reward_loss_weight,
@@ -165,6 +164,11 @@ class MuZeroReprOptimizer(TorchOptimizer):
             game_over=hp.game_over_loss_weight,
             consistency=hp.repr_prediction_loss_weight,
         )
+
+    @property
+    def num_model_updates(self) -> int:
+        """Model updates made so far (checkpointed with the actor, so both refresh cadences continue on resume)."""
+        return int(self.actor.network_body.model_updates)
 
     @property
     def critic(self):
@@ -213,12 +217,15 @@ class MuZeroReprOptimizer(TorchOptimizer):
         if hp.train_repr_prediction and K > 0:
             with torch.no_grad():
                 flat = [o.reshape(B * K, *o.shape[2:]) for o in batch.obs_future]
-                target = self.model.consistency_target(self.model.representation(flat)).reshape(B, K, -1)
+                body = self.actor.network_body
+                encoder = body.target_representation if hp.repr_prediction_target == "target" else body.representation
+                target = self.model.consistency_target(encoder(flat)).reshape(B, K, -1)
             online = torch.stack([self.model.consistency_online(o.latent) for o in outs[1:]], dim=1)
         losses = muzero_losses.model_losses(
             torch.stack([o.value for o in outs], dim=1), reward_pred, policy, game_over, online, target, tg,
             batch.is_weights, batch.cont_action_k, batch.disc_action_k, self.branches,
             support_size=hp.support_size, transform_eps=self.transform_eps, loss_weights=self.loss_weights,
+            consistency_loss=hp.repr_prediction_loss,
         )
         with torch.no_grad():
             latent_norm = torch.stack([o.latent.norm(dim=-1).mean() for o in outs])
@@ -241,9 +248,13 @@ class MuZeroReprOptimizer(TorchOptimizer):
                 [self.model_opt], model_lr, batch, ready=self.model_matmul.decided,
                 max_grad_norm=hp.model_grad_clip if hp.model_grad_clip > 0 else None,
             )
-        self.num_model_updates += 1
-        if self.num_model_updates % hp.model_target_update_period == 0:
+        body = self.actor.network_body
+        body.model_updates.add_(1)
+        count = self.num_model_updates
+        if count % hp.model_target_update_period == 0:
             self.update_target_model(hp.model_target_update_tau)
+        if count % hp.head_repr_update_period == 0:
+            body.refresh_target(hp.head_repr_update_tau)
         out, z0 = fwd.losses, fwd.targets.value_target_k[:, 0]
         vals = torch.stack(
             [total.detach(), z0.mean(), z0.min(), z0.max(), out.value_0.mean(), fwd.latent_std]
@@ -282,9 +293,16 @@ class MuZeroReprOptimizer(TorchOptimizer):
         sees it detached always, so only the critic's TD loss shapes h (SAC-AE, Yarats et al. 2019 Sec. 6, and
         DrQ: actor gradients into a shared encoder hurt).  The bootstrap latent carries no gradient.
         """
-        z_tm1 = self.actor.network_body.latent(batch.s_tm1)
-        with torch.no_grad():
-            z_t = self.actor.representation(batch.s_t)
+        body = self.actor.network_body
+        if body.read_target or not body.rl_gradient_to_repr:
+            # No gradient into any encoder: one encoder pass over start and bootstrap observations together.
+            B = batch.s_tm1[0].shape[0]
+            z = body.head_latent([torch.cat([a, b], dim=0) for a, b in zip(batch.s_tm1, batch.s_t)])
+            z_tm1, z_t = z[:B], z[B:]
+        else:
+            z_tm1 = body.latent(batch.s_tm1)
+            with torch.no_grad():
+                z_t = self.actor.representation(batch.s_t)
         latent = batch._replace(s_tm1=[z_tm1], s_t=[z_t], policy_s_tm1=[z_tm1.detach()])
         return self.head.compute_losses(self._actor_on_latent, latent)
 

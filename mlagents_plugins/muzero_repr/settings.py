@@ -19,6 +19,7 @@ from mlagents_plugins.common.validators import (
     fail,
     non_negative_float,
     non_negative_int,
+    one_of,
     optional_bool,
     optional_non_negative_int,
     positive_float,
@@ -95,12 +96,39 @@ class MuZeroReprSettings(SACHeadSettings):
     # Hidden units / layers of the actor and critics on top of the latent.
     head_hidden_units: int = attr.ib(default=128, validator=positive_int)
     head_num_layers: int = attr.ib(default=2, validator=positive_int)
+    # --- what the SAC head reads (issue #52; docs/muzero_repr.md, Algorithm, "What the head reads") ---
+    # The SAC head (critic, actor loss, acting policy and the exported actor) reads a target copy of h that holds
+    # still between refreshes, instead of h itself (MR.Q; SPR's EMA target); the critic's gradient then cannot reach
+    # h (rl_gradient_to_repr: true is refused with it, and its automatic value becomes false).  Default false (h, as
+    # before): in the one-seed screen of bench/results/muzero-target-encoder-2026-11-28 no refresh scheme learned
+    # faster than the moving h.
+    head_reads_target_repr: Any = attr.ib(default=False, validator=strict_bool)  # bool (Any: see strict_bool)
+    # The head's target copy: copy <- (1 - tau) copy + tau h every period model updates (tau 1: a hard copy
+    # every period updates, MR.Q; tau < 1 with period 1: an EMA, SPR).
+    head_repr_update_tau: float = attr.ib(default=1.0, validator=unit_interval)
+    head_repr_update_period: int = attr.ib(default=250, validator=positive_int)
+    # Latent self-prediction (train_repr_prediction) against h(o_{t+k}) of "online" h (EfficientZero) or of the
+    # head's "target" copy (SPR, MR.Q); its per-sample loss "cosine" (negative cosine similarity) or "mse".
+    repr_prediction_target: str = attr.ib(default="online", validator=one_of("online", "target"))
+    repr_prediction_loss: str = attr.ib(default="cosine", validator=one_of("cosine", "mse"))
 
     def repr_gets_rl_gradient(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
         """``rl_gradient_to_repr``, or when null, whether there are visual observations or only discrete actions."""
         if self.rl_gradient_to_repr is not None:
             return bool(self.rl_gradient_to_repr)
+        if self.head_reads_target_repr:  # the head reads the target copy: no gradient path into h
+            return False
         return has_visual(observation_specs) or action_spec.continuous_size == 0
+
+    def head_reads_target(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
+        """Whether the SAC head reads h's target copy (``head_reads_target_repr``; the same for every behavior)."""
+        return bool(self.head_reads_target_repr)
+
+    def needs_target_repr(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
+        """Whether a target copy of h is kept: the head reads it, or the self-prediction targets come from it."""
+        return self.head_reads_target(observation_specs, action_spec) or (
+            bool(self.train_repr_prediction) and self.repr_prediction_target == "target"
+        )
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``VISUAL_SHIFT_PAD`` with visual observations and 0 without."""
@@ -118,6 +146,14 @@ class MuZeroReprSettings(SACHeadSettings):
                 self.reward_signal_steps_per_update,
                 f"left unset or equal to steps_per_update ({self.steps_per_update!r}): muzero_repr supports only "
                 "the extrinsic reward signal, so there are no reward providers to update",
+            )
+
+        if self.head_reads_target_repr is True and self.rl_gradient_to_repr is True:
+            fail(
+                "head_reads_target_repr",
+                self.head_reads_target_repr,
+                "false while rl_gradient_to_repr is true: a head reading the target copy of h sends no "
+                "gradient into h, so the critic's gradient could not reach it",
             )
 
     @actions_after_end.validator

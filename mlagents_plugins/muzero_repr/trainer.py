@@ -55,6 +55,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
 
     def create_policy(self, parsed_behavior_id: BehaviorIdentifiers, behavior_spec: BehaviorSpec) -> TorchPolicy:
         hp = self.hyperparameters
+        specs, action_spec = behavior_spec.observation_specs, behavior_spec.action_spec
         # random_shift_pad resolved once for this behavior's observations (null: automatic); every batch uses it.
         self.shift_pad = hp.shift_pad(behavior_spec.observation_specs)
         return LeanPolicy(
@@ -66,14 +67,21 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
                 "latent_size": hp.latent_size,
                 "head_hidden_units": hp.head_hidden_units,
                 "head_num_layers": hp.head_num_layers,
-                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(behavior_spec.observation_specs, behavior_spec.action_spec),
+                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec),
                 "conditional_sigma": True,
                 "tanh_squash": True,
+                "target_repr": hp.needs_target_repr(specs, action_spec),
+                "read_target": hp.head_reads_target(specs, action_spec),
             },
         )
 
     def create_optimizer(self) -> MuZeroReprOptimizer:
         return MuZeroReprOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
+
+    def after_add_policy(self, policy) -> None:
+        super().after_add_policy(policy)
+        # The checkpoint is loaded now: a target copy of h it did not hold starts as a copy of the loaded h.
+        cast(MuZeroActor, cast(TorchPolicy, policy).actor).network_body.sync_target_after_load()
 
     def per_beta(self) -> float:
         """PER importance-sampling exponent now (``batch.annealed_per_beta``: ``per_beta`` -> 1 at ``max_steps``)."""

@@ -12,7 +12,8 @@ from tests.builders import behavior_spec
 @pytest.mark.parametrize("obs_shapes,cont,branches", [(((5,),), 2, ()), (((3, 20, 20), (2,)), 1, (3, 2))])
 def test_onnx_matches_torch(tmp_path, obs_shapes, cont, branches):
     spec = behavior_spec(obs_shapes, cont, branches)
-    trainer = make_trainer(spec, tmp_path)
+    # the head on h's copy in the vector case, on h in the pixel + hybrid one: both graphs
+    trainer = make_trainer(spec, tmp_path, head_reads_target_repr=len(obs_shapes) == 1)
     rng = np.random.default_rng(0)
     fill(trainer, spec, rng)
     for _ in range(3):  # move the weights away from their initialisation, representation included
@@ -25,10 +26,18 @@ def test_onnx_matches_torch(tmp_path, obs_shapes, cont, branches):
     assert {"version_number", "memory_size"} <= outputs
     assert ("continuous_actions" in outputs) == (cont > 0)
     assert ("discrete_actions" in outputs) == bool(branches)
-    # The representation's weights are part of the graph (it is not a separate model).
-    rep_w = trainer.policy.actor.representation.out.weight.detach().numpy()
+    # The weights of the representation the head reads are part of the graph (it is not a separate model): the
+    # target copy of h where the head reads it, else h itself.
+    body = trainer.policy.actor.network_body
+    assert body.read_target == (len(obs_shapes) == 1)
+    read = body.target_representation if body.read_target else body.representation
+    rep_w = read.out.weight.detach().numpy()
     inits = [onnx.numpy_helper.to_array(t) for t in graph.initializer]
     assert any(a.shape == rep_w.shape and np.allclose(a, rep_w) for a in inits)
+    if body.read_target:  # h moved in the updates, its copy did not (no refresh yet): h is not what acts
+        online_w = body.representation.out.weight.detach().numpy()
+        assert not np.allclose(online_w, rep_w)
+        assert not any(a.shape == online_w.shape and np.allclose(a, online_w) for a in inits)
     batch = 5
     obs = [rng.random((batch,) + tuple(s)).astype(np.float32) for s in obs_shapes]
     masks = np.ones((batch, sum(branches)), np.float32)

@@ -43,6 +43,8 @@ def _muzero(tmp_path, spec, **hyper):
                            batch_size=B, **hyper)
     opt = trainer.optimizer
     opt.actor.network_body.representation = IdentityRepresentation()
+    if opt.actor.network_body.target_representation is not None:  # the head reads h's target copy
+        opt.actor.network_body.target_representation = IdentityRepresentation()
     return opt
 
 
@@ -141,7 +143,8 @@ def _nonzero(loss, params):
 @pytest.mark.parametrize("cont,branches", [(2, ()), (0, (3,)), (1, (2,))])
 def test_each_loss_reaches_only_its_parameters(tmp_path, cont, branches, rl_grad):
     spec = behavior_spec(((4,),), cont, branches)
-    trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=rl_grad, actor_min_q=True)
+    # The head reads h itself here (the target copy's routing: test_muzero_target_encoder.py).
+    trainer = make_trainer(spec, tmp_path, rl_gradient_to_repr=rl_grad, actor_min_q=True, head_reads_target_repr=False)
     fill(trainer, spec, np.random.default_rng(2))
     opt = trainer.optimizer
     rep = list(opt.actor.representation.parameters())
