@@ -62,10 +62,11 @@ CASES = [
 
 
 def _short_config(config_name: str, behavior: str, max_steps: int, path, intrinsic: bool = False,
-                  demo: str = "", hyper: Optional[dict] = None) -> str:
+                  demo: str = "", hyper: Optional[dict] = None, network: Optional[dict] = None) -> str:
     """The shipped config with ``threaded: true`` and step counts sized for a check, nothing else changed
     (``intrinsic``: curiosity and RND added beside the extrinsic reward; ``demo``: GAIL and, where the trainer
-    takes it, behavioral cloning from that .demo file; ``hyper``: hyperparameters set on top)."""
+    takes it, behavioral cloning from that .demo file; ``hyper`` / ``network``: hyperparameters / network
+    settings set on top)."""
     with open(os.path.join(REPO, "configs", config_name)) as f:
         cfg = yaml.safe_load(f)
     b = cfg["behaviors"][behavior]
@@ -81,6 +82,7 @@ def _short_config(config_name: str, behavior: str, max_steps: int, path, intrins
             b["behavioral_cloning"] = {"demo_path": demo, "strength": 0.5, "steps": 1000, "batch_size": 32,
                                        "num_epoch": 1}
     b["hyperparameters"].update(hyper or {})
+    b.setdefault("network_settings", {}).update(network or {})
     b.update(threaded=True, max_steps=max_steps, summary_freq=500, checkpoint_interval=1000, keep_checkpoints=5)
     hp = b["hyperparameters"]
     if "buffer_init_steps" in hp:
@@ -156,6 +158,40 @@ def test_intrinsic_reward_signals_threaded_on_device_then_resume(tmp_path, build
     first = _short_config(config_name, "Balance", FIRST_STEPS, tmp_path / "first.yaml", intrinsic=True)
     resumed = _short_config(config_name, "Balance", RESUMED_STEPS, tmp_path / "resumed.yaml", intrinsic=True)
     _run_then_resume(first, resumed, "Balance", builds, str(tmp_path / "results"))
+
+
+MEMORY = {"memory": {"memory_size": 16, "sequence_length": 8}}
+CROSSQ = {"critic_batch_renorm": True, "learning_rate": 0.001, "adam_beta1": 0.5, "actor_update_every": 3}
+# (config, behavior, hyperparameters, network settings): the settings added after the last GPU session, each on a
+# GPU for the first time: memory (fast_sac with vector, camera and hybrid actions; impala), CrossQ's critics
+# (batch renormalization state saved and restored on the device), muzero_repr's head on h's target copy with
+# latent self-prediction.
+OPTION_CASES = [
+    ("fast_sac_balance.yaml", "Balance", {}, MEMORY),
+    ("fast_sac_camera.yaml", "Camera", {}, MEMORY),
+    ("fast_sac_hybrid.yaml", "Hybrid", {}, MEMORY),
+    ("impala_balance.yaml", "Balance", {}, MEMORY),
+    ("fast_sac_balance.yaml", "Balance", CROSSQ, {}),
+    ("muzero_repr_balance.yaml", "Balance", {"head_reads_target_repr": True, "head_repr_update_tau": 0.05,
+                                             "train_repr_prediction": True, "repr_prediction_target": "target"}, {}),
+]
+OPTION_IDS = ["fast_sac-memory", "fast_sac-camera-memory", "fast_sac-hybrid-memory", "impala-memory",
+              "fast_sac-crossq", "muzero_repr-target-repr"]
+
+
+@pytest.mark.parametrize("config_name,behavior,hyper,network", OPTION_CASES, ids=OPTION_IDS)
+def test_options_threaded_on_device_then_resume(tmp_path, builds, config_name, behavior, hyper, network):
+    first = _short_config(config_name, behavior, FIRST_STEPS, tmp_path / "first.yaml", hyper=hyper, network=network)
+    resumed = _short_config(config_name, behavior, RESUMED_STEPS, tmp_path / "resumed.yaml", hyper=hyper,
+                            network=network)
+    results = str(tmp_path / "results")
+    _run_then_resume(first, resumed, behavior, builds, results)
+    if network.get("memory"):
+        import onnx
+
+        model = onnx.load(os.path.join(results, "dev", f"{behavior}.onnx"))
+        names = {i.name for i in model.graph.input} | {o.name for o in model.graph.output}
+        assert {"recurrent_in", "recurrent_out", "memory_size"} <= names, sorted(names)
 
 
 # (config, hyperparameters on top): GAIL + behavioral cloning (taac: GAIL only; muzero_repr: behavioral cloning
