@@ -94,8 +94,12 @@ class LeanPolicy(TorchPolicy):
         if not self._branch_slices:
             return None
         if decision_requests.action_mask is None:
-            return torch.ones(n, self._mask_width)
-        return torch.as_tensor(1 - np.concatenate(decision_requests.action_mask, axis=1))
+            return torch.ones(n, self._mask_width, device=self._device())
+        return torch.as_tensor(1 - np.concatenate(decision_requests.action_mask, axis=1), device=self._device())
+
+    def _device(self) -> torch.device:
+        """Where the actor's parameters are (``--torch-device``): the observations go there, the actions come back."""
+        return next(self.actor.parameters()).device
 
     def act(self, decision_requests: DecisionSteps) -> Dict[str, Any]:
         """The outputs of one acting call for every agent of ``decision_requests`` (``ACTING_OUTPUTS``)."""
@@ -104,7 +108,8 @@ class LeanPolicy(TorchPolicy):
         model = actor.action_model
         deterministic = model._deterministic
         with torch.inference_mode():
-            inputs = [torch.as_tensor(o) for o in decision_requests.obs]
+            device = self._device()
+            inputs = [torch.as_tensor(o, device=device) for o in decision_requests.obs]
             encoding, _ = actor.network_body(inputs)
             entropies: List[torch.Tensor] = []
             cont = cont_env = cont_lp = disc = disc_lp = None
@@ -147,18 +152,19 @@ class LeanPolicy(TorchPolicy):
             entropy = torch.cat(entropies, dim=1).sum(dim=1) if len(entropies) > 1 else entropies[0][:, 0]
             out: Dict[str, Any] = {
                 "action": ActionTuple(
-                    continuous=None if cont is None else cont.numpy(), discrete=None if disc is None else disc.numpy()
+                    continuous=None if cont is None else cont.cpu().numpy(),
+                    discrete=None if disc is None else disc.cpu().numpy(),
                 ),
                 "env_action": ActionTuple(
-                    continuous=None if cont_env is None else cont_env.numpy(),
-                    discrete=None if disc is None else disc.numpy(),
+                    continuous=None if cont_env is None else cont_env.cpu().numpy(),
+                    discrete=None if disc is None else disc.cpu().numpy(),
                 ),
-                "entropy": entropy.numpy(),
+                "entropy": entropy.cpu().numpy(),
             }
             if self.return_log_probs:
                 out["log_probs"] = LogProbsTuple(
-                    continuous=None if cont_lp is None else cont_lp.numpy(),
-                    discrete=None if disc_lp is None else disc_lp.numpy(),
+                    continuous=None if cont_lp is None else cont_lp.cpu().numpy(),
+                    discrete=None if disc_lp is None else disc_lp.cpu().numpy(),
                 )
         return out
 
