@@ -134,7 +134,7 @@ def test_stored_memories_are_the_memories_the_policy_acted_from(tmp_path):
             for k in range(len(r) - 1):
                 _, m = body([torch.as_tensor(rows[offpolicy_rows.obs_field(0)][r[k:k + 1]])], memories=m,
                             sequence_length=1)
-                np.testing.assert_allclose(m.reshape(-1).numpy(), mem[k + 1], atol=1e-6)
+                np.testing.assert_allclose(m.reshape(-1).cpu().numpy(), mem[k + 1], atol=1e-6)
         chunks += 1
         starts_zero += int(not mem[0].any())
     assert chunks > 10 and 0 < starts_zero < chunks  # episode starts and continued chunks both seen
@@ -180,7 +180,7 @@ def test_sequence_passes_equal_a_step_by_step_walk(burn_in, n_step, tmp_path):
             for p in range(t_pos):
                 ea, ma = trainer.policy.actor.network_body([o[b, p:p + 1] for o in z], memories=ma, sequence_length=1)
                 ec, mc = opt.critic_body([o[b, p:p + 1] for o in z], memories=mc, sequence_length=1)
-                walk_a[b, p], walk_c[b, p] = ea[0].numpy(), ec[0].numpy()
+                walk_a[b, p], walk_c[b, p] = ea[0].cpu().numpy(), ec[0].cpu().numpy()
     np.testing.assert_allclose(actor_out.detach().reshape(nb, t_pos, -1).numpy(), walk_a, atol=1e-5)
     np.testing.assert_allclose(critic_out.detach().reshape(nb, t_pos, -1).numpy(), walk_c, atol=1e-5)
     sel_tm1, sel_t = batch.sel_tm1.numpy(), batch.sel_t.numpy()
@@ -202,7 +202,7 @@ def test_windows_see_the_cue_only_through_memory(tmp_path):
     trainer = _trainer(_spec(), tmp_path, _settings(sequence_length=8, batch_size=64, time_horizon=64))
     _collect(trainer, MEMORY_TASK, 60)
     batch = trainer.sample_sequences()
-    z = batch.z[0].reshape(batch.memory.shape[1], batch.positions).numpy()
+    z = batch.z[0].reshape(batch.memory.shape[1], batch.positions).cpu().numpy()
     starts = ~batch.memory[0].numpy().any(axis=1)  # windows starting an episode (zero memory)
     assert starts.any()
     assert np.all(np.abs(z[starts, 0]) == 1.0) and np.all(z[starts, 2:] == 0.0)
@@ -283,7 +283,7 @@ def test_onnx_matches_pytorch_step_by_step_over_50_steps(task, tmp_path):
         m = torch.zeros(1, 1, MEMORY)
         for step in range(50):
             _, m = policy.actor.network_body([torch.as_tensor(obs[step:step + 1])], memories=m, sequence_length=1)
-            memories_torch.append(m.reshape(-1).numpy())
+            memories_torch.append(m.reshape(-1).cpu().numpy())
         mu = policy.actor.action_model._continuous_distribution.mu(encoding) if task.continuous else None
     np.testing.assert_allclose(np.stack(got_memories), np.stack(memories_torch), atol=1e-5)
     # the sequence pass's hidden outputs are the first half of each step's memory

@@ -66,7 +66,7 @@ def test_critic_memory_carries_over_chunks_and_resets_at_episode_end(tmp_path):
                 m = torch.zeros(1, 1, MEMORY)  # the episode ended with chunk 1
             for t, step in enumerate(chunk.steps):
                 if t % 4 == 0:
-                    expected.append(m.reshape(-1).numpy().copy())
+                    expected.append(m.reshape(-1).cpu().numpy().copy())
                 _, m = critic.critic_pass([torch.as_tensor(step.obs[0][None])], memories=m, sequence_length=1)
     for p, want in zip(pieces, expected):
         np.testing.assert_allclose(p.critic_memory, want, atol=1e-6)
@@ -101,7 +101,7 @@ def test_learner_replays_each_piece_from_its_stored_memories(tmp_path, shared_cr
                                       sequence_length=1)
                 _, ma = actor.network_body(obs, memories=ma, sequence_length=1)
                 v, mc = critic.critic_pass(obs, memories=mc, sequence_length=1)
-                want_lp[(b, t)] = (out["log_probs"].flatten()[0].numpy(), float(out["entropy"].reshape(-1)[0]),
+                want_lp[(b, t)] = (out["log_probs"].flatten()[0].cpu().numpy(), float(out["entropy"].reshape(-1)[0]),
                                    float(v["extrinsic"].reshape(-1)[0]))
             v, _ = critic.critic_pass([torch.as_tensor(p.bootstrap_obs[0][None])], memories=mc, sequence_length=1)
             want_v[b] = float(v["extrinsic"].reshape(-1)[0])
@@ -146,7 +146,7 @@ def test_epochs_minibatches_take_their_pieces_targets(tmp_path):
     order = [2, 0, 3, 1]
     sub = make_batch([pieces[k] for k in order], 4)
     position_of = np.zeros(len(pieces) * 4, dtype=np.int64)
-    position_of[batch.sequences.rows.numpy()] = np.arange(int(batch.real_rows.shape[0]))
+    position_of[batch.sequences.rows.cpu().numpy()] = np.arange(int(batch.real_rows.shape[0]))
     local = sub.sequences.rows.numpy()
     index = torch.as_tensor(position_of[np.asarray(order)[local // 4] * 4 + local % 4])
     from mlagents_plugins.impala.optimizer import PassTargets
@@ -179,7 +179,7 @@ def test_onnx_matches_pytorch_step_by_step_over_50_steps(tmp_path):
         encoding, last = policy.actor.network_body([torch.as_tensor(obs)], memories=torch.zeros(1, 1, MEMORY),
                                                    sequence_length=50)
         mu = policy.actor.action_model._continuous_distribution.mu(encoding)
-    np.testing.assert_allclose(np.stack(got_memory)[:, : MEMORY // 2], encoding.numpy(), atol=1e-5)
+    np.testing.assert_allclose(np.stack(got_memory)[:, : MEMORY // 2], encoding.cpu().numpy(), atol=1e-5)
     np.testing.assert_allclose(got_memory[-1], last.reshape(-1).numpy(), atol=1e-5)
     # impala's Gaussian is not squashed: ML-Agents exports the mean clipped to [-3, 3] / 3
     np.testing.assert_allclose(np.stack(got_action), torch.clamp(mu, -3, 3).numpy() / 3, atol=1e-5)
