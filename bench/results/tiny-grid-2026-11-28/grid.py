@@ -6,7 +6,9 @@ Groups:
 - ``default`` / ``crossq``: fast_sac on every case of the sac config, seeds 0-2, at its defaults and with the CrossQ
   recipe's critic, Adam beta1 and actor delay (issue 56's candidate default; the config's learning rate kept), interleaved so that a cut-off invocation still pairs them;
 - ``ent0``, ``ent0-neutral``, ``switch1``: issue 53's candidates on fast_sac's and taac's failing cases (and
-  fast_sac's entity case, which passes today, for loss).
+  fast_sac's entity case, which passes today, for loss);
+- ``shift0``, ``nstep1``, ``ln0``: fast_sac's and taac's deviations from built-in sac switched off one at a time
+  (DrQ's random shift, the 2-step return, the critics' layer norm) on the same cases.
 """
 import json
 import multiprocessing
@@ -36,13 +38,21 @@ def jobs(groups):
                          {"action_target_entropy_scale": 0.0, "critic_neutral_init": True}),
         "switch1": (None, {"init_switch_temperature": 1.0}),
     }
+    # fast_sac's and taac's deviations from built-in sac, one at a time (built-in sac passes these cases 3/3)
+    cands.update({
+        "shift0": ({"random_shift_pad": 0}, None),
+        "nstep1": ({"n_step": 1}, None),
+        "ln0": ({"critic_layer_norm": False}, {"critic_layer_norm": False}),
+    })
     for name, (fast, taac) in cands.items():
         if name not in groups:
             continue
         for seed in SEEDS:
-            if fast is not None:
-                out += [(name, (c, "fast_sac", seed, dict(fast))) for c in FAST_SAC_53]
-            out += [(name, (c, "taac", seed, dict(taac))) for c in TAAC_53]
+            if fast is not None:  # the random shift acts on cameras only
+                cases = ("sac-camera-continuous",) if name == "shift0" else FAST_SAC_53
+                out += [(name, (c, "fast_sac", seed, dict(fast))) for c in cases]
+            if taac is not None:
+                out += [(name, (c, "taac", seed, dict(taac))) for c in TAAC_53]
     return out
 
 
