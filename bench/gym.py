@@ -164,12 +164,11 @@ PROCESS_POLL_S = 0.5
 
 def proc_own_cpu(pid: int) -> Optional[Tuple[int, float]]:
     """(parent pid, user + system CPU seconds of the process itself, not its children) from /proc/<pid>/stat."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except OSError:
+    from mlagents_plugins.util.process_lifetime import proc_stat_fields
+
+    fields = proc_stat_fields(pid)
+    if fields is None:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "; comm may hold spaces and parentheses
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -272,16 +272,13 @@ class PhaseSampler:
 # ---------------------------------------------------------------------------------------------- other processes
 def _proc_stat(pid: int) -> Optional[Tuple[int, float]]:
     """(parent pid, CPU seconds of the process and of its children it waited for) from /proc/<pid>/stat."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            text = f.read()
-    except OSError:
+    from mlagents_plugins.util.process_lifetime import proc_stat_fields
+
+    fields = proc_stat_fields(pid)
+    if fields is None:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "; comm may hold spaces and parentheses
-    ticks = os.sysconf("SC_CLK_TCK")
-    ppid = int(fields[1])
     utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return ppid, (utime + stime + cutime + cstime) / ticks
+    return int(fields[1]), (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
 
 
 def _cmdline(pid: int) -> str:

@@ -35,8 +35,10 @@ _PR_SET_PDEATHSIG = 1
 _PROC = "/proc"
 
 
-def _proc_stat(pid: int) -> Optional[List[str]]:
-    """Fields of ``/proc/<pid>/stat`` after the command name (state first), or None if there is no such process."""
+def proc_stat_fields(pid: int) -> Optional[List[str]]:
+    """Fields of ``/proc/<pid>/stat`` after the command name (state first: field 3 of proc(5) is index 0), or None
+    if there is no such process.  The command name may hold spaces and parentheses, so the split starts after the
+    last ')'."""
     try:
         with open(f"{_PROC}/{pid}/stat", "rb") as f:
             text = f.read().decode("ascii", "replace")
@@ -47,7 +49,7 @@ def _proc_stat(pid: int) -> Optional[List[str]]:
 
 def start_time(pid: int) -> Optional[int]:
     """A token that changes when ``pid`` is reused by another process (Linux: start time in ticks), else None."""
-    fields = _proc_stat(pid) if os.path.isdir(_PROC) else None
+    fields = proc_stat_fields(pid) if os.path.isdir(_PROC) else None
     return int(fields[19]) if fields and len(fields) > 19 else None
 
 
@@ -57,7 +59,7 @@ def process_alive(pid: int, started: Optional[int] = None) -> bool:
     if pid <= 0:
         return False
     if os.path.isdir(_PROC):
-        fields = _proc_stat(pid)
+        fields = proc_stat_fields(pid)
         if fields is None or fields[0] in ("Z", "X"):
             return False
         return started is None or len(fields) <= 19 or int(fields[19]) == started
@@ -91,7 +93,7 @@ def child_pids(pid: Optional[int] = None) -> List[int]:
         found = []
         for name in os.listdir(_PROC):
             if name.isdigit():
-                fields = _proc_stat(int(name))
+                fields = proc_stat_fields(int(name))
                 if fields and len(fields) > 1 and int(fields[1]) == pid and fields[0] not in ("Z", "X"):
                     found.append(int(name))
         return sorted(found)
