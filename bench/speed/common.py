@@ -75,11 +75,12 @@ def _observation(shape, rng: np.random.Generator) -> np.ndarray:
 
 
 def synthetic_trajectory(spec, length: int, rng: np.random.Generator, done: bool, agent_id: str,
-                         log_probs: Optional[np.ndarray] = None):
+                         log_probs: Optional[np.ndarray] = None, memory_size: int = 0):
     """A ``Trajectory`` of random observations/actions/rewards of ``spec``'s shapes (every action allowed).
 
     ``log_probs`` ``[length, W]`` fills the continuous log-probs slot (taac keeps its step record there);
     default random values of width ``continuous_size`` (impala reads them as behaviour log-probabilities).
+    ``memory_size`` > 0: every step carries a random memory of that size (what a recurrent policy acted from).
     """
     from mlagents.trainers.torch_entities.action_log_probs import LogProbsTuple
     from mlagents.trainers.trajectory import AgentExperience, Trajectory
@@ -102,7 +103,7 @@ def synthetic_trajectory(spec, length: int, rng: np.random.Generator, done: bool
             action_mask=[np.zeros(b, bool) for b in branches] if branches else None,
             prev_action=np.zeros(len(branches), np.int32),
             interrupted=False,
-            memory=None,
+            memory=rng.normal(0.0, 0.1, memory_size).astype(np.float32) if memory_size else None,
             group_status=[],
             group_reward=0.0,
         ))
@@ -123,11 +124,13 @@ SIZE_KEYS = ("hidden_units", "num_layers", "batch_size")
 
 
 def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None,
-                    sizes: Optional[Dict[str, int]] = None) -> Dict[str, object]:
+                    sizes: Optional[Dict[str, int]] = None,
+                    memory: Optional[Dict[str, int]] = None) -> Dict[str, object]:
     """The behavior block of ``configs/<trainer>_balance.yaml`` (ours), or the bench's config for a built-in
     (``bench.plan.build_config``: sac shares fast_sac's settings, ppo impala's network), hyperparameters
     updated with ``overrides``; ``sizes`` (keys ``SIZE_KEYS``) replace the config's network size and batch size,
-    so ours and the built-ins can be timed at one size."""
+    so ours and the built-ins can be timed at one size; ``memory`` (``memory_size``, ``sequence_length``) becomes
+    its ``network_settings.memory``."""
     from bench import plan
 
     if trainer in plan.BUILTINS:
@@ -146,6 +149,8 @@ def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None,
     if sizes.get("batch_size"):
         cfg["hyperparameters"]["batch_size"] = sizes["batch_size"]
     network = {k: sizes[k] for k in ("hidden_units", "num_layers") if sizes.get(k)}
+    if memory:
+        network["memory"] = dict(memory)
     if network:
         cfg["network_settings"] = dict(cfg.get("network_settings") or {}, **network)
     for key in ("save_replay_buffer", "init_replay_from"):
@@ -155,21 +160,21 @@ def behavior_config(trainer: str, overrides: Optional[Dict[str, object]] = None,
 
 
 def trainer_settings(trainer: str, overrides: Optional[Dict[str, object]] = None,
-                     sizes: Optional[Dict[str, int]] = None):
+                     sizes: Optional[Dict[str, int]] = None, memory: Optional[Dict[str, int]] = None):
     """``TrainerSettings`` as ``mlagents-learn`` structures them from ``behavior_config``."""
     from mlagents.trainers.settings import TrainerSettings
 
     register_plugins()
-    return TrainerSettings.structure(behavior_config(trainer, overrides, sizes), TrainerSettings)
+    return TrainerSettings.structure(behavior_config(trainer, overrides, sizes, memory), TrainerSettings)
 
 
 def make_trainer(trainer: str, out_dir: str, overrides: Optional[Dict[str, object]] = None, seed: int = 0,
-                 sizes: Optional[Dict[str, int]] = None):
+                 sizes: Optional[Dict[str, int]] = None, memory: Optional[Dict[str, int]] = None):
     """(trainer with its policy and optimizer, behavior spec): what TrainerFactory + add_policy build."""
     from mlagents import plugins as mla_plugins
     from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 
-    settings = trainer_settings(trainer, overrides, sizes)
+    settings = trainer_settings(trainer, overrides, sizes, memory)
     cls = mla_plugins.all_trainer_types[trainer]
     spec = balance_spec()
     t = cls("B", 10, settings, True, False, seed, os.path.join(out_dir, trainer))
@@ -181,13 +186,16 @@ def make_trainer(trainer: str, out_dir: str, overrides: Optional[Dict[str, objec
 def fill(trainer, spec, rows: int, rng: np.random.Generator, length: int = 64,
          log_probs: Optional[Callable[[int], np.ndarray]] = None) -> int:
     """Feed ``trainer._process_trajectory`` random trajectories of ``length`` steps until ``rows`` steps
-    went in (every third one ends its episode); returns the number of steps."""
+    went in (every third one ends its episode; with the policy's memory at every step of a recurrent policy);
+    returns the number of steps."""
     n = 0
     k = 0
+    memory_size = int(trainer.policy.m_size)
     while n < rows:
         lp = log_probs(length) if log_probs is not None else None
         trainer._process_trajectory(
-            synthetic_trajectory(spec, length, rng, done=k % 3 == 0, agent_id=f"a{k % 8}", log_probs=lp))
+            synthetic_trajectory(spec, length, rng, done=k % 3 == 0, agent_id=f"a{k % 8}", log_probs=lp,
+                                 memory_size=memory_size))
         n += length
         k += 1
     return n

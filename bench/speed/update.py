@@ -21,10 +21,19 @@ same number of backward passes; the JSON records both counts (measured by ``comm
 parameter count each update trains.  Timing: ``common.time_interleaved`` (median of 5 interleaved blocks).
 
 Usage: ``python -m bench speed update [--updates K] [--rows R] [--threads 1 2] [--trainers ...] [--hidden-units H --num-layers L --batch-size B] [--json]``; the sizes, when given, replace every trainer's (built-ins too).
+
+``--memory SIZE:SEQ_LEN [...]`` (``none`` for a case without memory) times fast_sac's ``update_once`` beside
+built-in sac's update, both built with that ``network_settings.memory``, case after case in the one run, and
+reports ms per update and us per step of the batch: per step sampled (built-in sac: ``batch_size /
+sequence_length`` sequences of ``sequence_length`` steps, padding included; fast_sac: as many windows of
+``burn_in + sequence_length`` rows) and per trained step (built-in sac: steps whose mask is 1; fast_sac: the
+windows' rows in their chunk), counted on batches drawn outside the timing.  Both buffers hold random trajectories
+cut at the config's ``time_horizon``.  No minimal loop in that mode.
 """
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 import warnings
@@ -65,14 +74,18 @@ def backward_passes(step: Callable[[], None]) -> int:
 
 # ---------------------------------------------------------------------------------------------- built-ins
 def builtin_sac_step(trainer, batch_size: int) -> Callable[[], None]:
-    """One iteration of ``SACTrainer._update_sac_policy``'s loop."""
+    """One iteration of ML-Agents' ``OffPolicyTrainer._update_policy`` loop (built-in sac's update): with memory,
+    ``batch_size / sequence_length`` sequences of ``sequence_length`` steps, as there."""
     from mlagents.trainers.buffer import RewardSignalUtil
 
+    sequence_length = trainer.policy.sequence_length  # 1 without memory
+    n_sequences = max(int(batch_size / sequence_length), 1)
+
     def step() -> None:
-        batch = trainer.update_buffer.sample_mini_batch(batch_size, sequence_length=1)
+        batch = trainer.update_buffer.sample_mini_batch(batch_size, sequence_length=sequence_length)
         for name, signal in trainer.optimizer.reward_signals.items():
             batch[RewardSignalUtil.rewards_key(name)] = signal.evaluate(batch) * signal.strength
-        trainer.optimizer.update(batch, batch_size)
+        trainer.optimizer.update(batch, n_sequences)
 
     return step
 
@@ -239,6 +252,128 @@ def measure(bench: Bench, threads_list: List[int], updates: int, warmup: int,
     return rows
 
 
+# ---------------------------------------------------------------------------------------------- memory
+def parse_memory(text: str) -> Optional[Dict[str, int]]:
+    """``SIZE:SEQ_LEN`` -> ``{"memory_size": SIZE, "sequence_length": SEQ_LEN}``; ``none`` -> None."""
+    if text.strip().lower() == "none":
+        return None
+    parts = text.split(":")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+        raise ValueError(f"--memory {text!r} is invalid; allowed: SIZE:SEQ_LEN (e.g. 32:8) or none")
+    size, seq_len = (int(part) for part in parts)
+    if size < 2 or size % 2 or seq_len < 1:
+        raise ValueError(f"--memory {text!r} is invalid; memory_size must be an even integer >= 2 (an LSTM's hidden "
+                         "and cell halves) and sequence_length an integer >= 1")
+    return {"memory_size": size, "sequence_length": seq_len}
+
+
+def batch_steps_of_ours(trainer, samples: int) -> Dict[str, float]:
+    """What one fast_sac update samples, from ``samples`` batches drawn outside the timing: sequences, rows gathered
+    (windows of ``burn_in + sequence_length``) and trained rows (the window's rows in its chunk; burn-in rows run
+    through the LSTMs without a loss).  Without memory: ``batch_size`` transitions, all trained."""
+    hp = trainer.hyperparameters
+    if trainer.memory is None:
+        return {"sequences": float(hp.batch_size), "sampled": float(hp.batch_size), "trained": float(hp.batch_size)}
+    from mlagents_plugins.fast_sac import recurrent
+
+    count = recurrent.num_sequences(hp.batch_size, trainer.memory.sequence_length)
+    trained = [int(trainer.sample_sequences().sel_tm1.shape[0]) for _ in range(samples)]
+    return {"sequences": float(count), "sampled": float(count * (trainer.memory.sequence_length + hp.burn_in)),
+            "trained": float(np.mean(trained))}
+
+
+def batch_steps_of_builtin(trainer, batch_size: int, samples: int) -> Dict[str, float]:
+    """What one built-in sac update samples (``sample_mini_batch`` as its trainer calls it), from ``samples``
+    batches drawn outside the timing: sequences, steps (padding after a trajectory's end included) and real steps
+    (``masks`` 1; the losses weigh padding by 0)."""
+    from mlagents.trainers.buffer import BufferKey
+
+    sequence_length = trainer.policy.sequence_length
+    count = batch_size // sequence_length
+    real = [float(np.sum(trainer.update_buffer.sample_mini_batch(batch_size, sequence_length)[BufferKey.MASKS]))
+            for _ in range(samples)]
+    return {"sequences": float(max(count, 1)), "sampled": float(count * sequence_length), "trained": float(np.mean(real))}
+
+
+def measure_memory(tmp: str, rows: int, sizes: Dict[str, int], memory: Optional[Dict[str, int]],
+                   threads_list: List[int], updates: int, warmup: int, budget_s: float,
+                   samples: int = 20) -> List[Dict[str, Any]]:
+    """Rows of one memory case: fast_sac's ``update_once`` and built-in sac's update, both built with ``memory``
+    (and ``sizes``) and filled with the same random trajectories, timed interleaved; per update, per step of the
+    batch and per trained step."""
+    import torch
+
+    label = "none" if memory is None else f"{memory['memory_size']}:{memory['sequence_length']}"
+    ours, spec = common.make_trainer("fast_sac", os.path.join(tmp, label), sizes=sizes, memory=memory)
+    sac, _ = common.make_trainer("sac", os.path.join(tmp, label), sizes=sizes, memory=memory)
+    # trajectories cut at the config's time_horizon, as mlagents-learn hands them over: a sequence_length above it
+    # leaves part of every sequence to padding (built-in sac) or outside the window's chunk (fast_sac)
+    length = int(ours.trainer_settings.time_horizon)
+    common.fill(ours, spec, rows, np.random.default_rng(0), length=length)
+    common.fill(sac, spec, rows, np.random.default_rng(0), length=length)
+    batch_size = ours.hyperparameters.batch_size
+    steps = {"ours": ours.update_once, "builtin": builtin_sac_step(sac, batch_size)}
+    counts = {"ours": batch_steps_of_ours(ours, samples), "builtin": batch_steps_of_builtin(sac, batch_size, samples)}
+    net = ours.trainer_settings.network_settings
+    out = []
+    for step in steps.values():
+        step()  # the first call compiles where the update is compiled: not part of the pace updates_within reads
+    for threads in threads_list:
+        torch.set_num_threads(threads)
+        n = updates_within(steps, updates, warmup, budget_s)
+        ms = common.time_interleaved(steps, n, warmup=0)
+        row: Dict[str, Any] = {
+            "trainer": "fast_sac", "builtin": "sac", "memory": label, "threads": threads,
+            "updates": 5 * max(1, n // 5), "batch_size": batch_size, "burn_in": ours.hyperparameters.burn_in,
+            "trajectory_length": length,
+            "work": f"batch {batch_size}, {net.num_layers}x{net.hidden_units}",
+            "ours_ms": round(ms["ours"], 3), "builtin_ms": round(ms["builtin"], 3),
+            "ratio_ours_over_builtin": round(ms["ours"] / ms["builtin"], 2),
+        }
+        for side in ("ours", "builtin"):
+            c = counts[side]
+            row[f"{side}_sequences"] = c["sequences"]
+            row[f"{side}_sampled_steps"] = c["sampled"]
+            row[f"{side}_trained_steps"] = round(c["trained"], 2)
+            row[f"{side}_us_per_sampled_step"] = round(1000.0 * ms[side] / c["sampled"], 2)
+            row[f"{side}_us_per_trained_step"] = round(1000.0 * ms[side] / max(c["trained"], 1e-9), 2)
+        row["ratio_per_trained_step"] = round(row["ours_us_per_trained_step"] / row["builtin_us_per_trained_step"], 2)
+        out.append(row)
+    return out
+
+
+def memory_main(args: argparse.Namespace, sizes: Dict[str, int],
+                memories: List[Optional[Dict[str, int]]]) -> Dict[str, Any]:
+    """``--memory``: one block of rows per memory case, fast_sac beside built-in sac."""
+    rows: List[Dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for memory in memories:
+            label = "none" if memory is None else f"{memory['memory_size']}:{memory['sequence_length']}"
+            if not args.json:
+                print(f"[speed update] memory {label} ...", file=sys.stderr, flush=True)
+            try:
+                rows += measure_memory(tmp, args.rows, sizes, memory, args.threads, args.updates, args.warmup,
+                                       args.budget_s)
+            except Exception as err:  # noqa: BLE001 - one broken case must not hide the others' rows
+                rows.append({"trainer": "fast_sac", "memory": label, "threads": None,
+                             "error": f"{type(err).__name__}: {err}"[:300]})
+    out = {"scene": common.SCENE, "updates": args.updates, "buffer_rows": args.rows, "sizes": sizes,
+           "memory_rows": rows}
+    if args.json:
+        print(json.dumps(out))
+        return out
+    print(f"{'memory':<8} {'thr':>3} {'ours ms':>8} {'sac ms':>8} {'ratio':>6} {'ours us/step':>12} "
+          f"{'sac us/step':>11} {'ours trained':>12} {'sac real':>8}")
+    for r in rows:
+        if r.get("error"):
+            print(f"{r['memory']:<8} FAILED {r['error']}")
+            continue
+        print(f"{r['memory']:<8} {r['threads']:>3} {r['ours_ms']:>8} {r['builtin_ms']:>8} "
+              f"{r['ratio_ours_over_builtin']:>6} {r['ours_us_per_trained_step']:>12} "
+              f"{r['builtin_us_per_trained_step']:>11} {r['ours_trained_steps']:>12} {r['builtin_trained_steps']:>8}")
+    return out
+
+
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m bench speed update", description=__doc__.split("\n")[0])
     p.add_argument("--updates", type=int, default=200, help="timed updates per variant and thread count (200)")
@@ -252,6 +387,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--hidden-units", type=int, help="network width of every trainer instead of its config's")
     p.add_argument("--num-layers", type=int, help="network depth of every trainer instead of its config's")
     p.add_argument("--batch-size", type=int, help="batch_size of every trainer instead of its config's")
+    p.add_argument("--memory", nargs="+", metavar="SIZE:SEQ_LEN",
+                   help="time fast_sac and built-in sac with network_settings.memory (memory_size:sequence_length, "
+                        "or none: both without memory) per update and per step of the batch, one case after "
+                        "another in this run; only those two trainers")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     args = p.parse_args(argv)
     sizes = {k: getattr(args, k) for k in common.SIZE_KEYS if getattr(args, k) is not None}
@@ -263,6 +402,16 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     if any(n < 1 for n in args.threads):
         p.error(f"--threads={args.threads} is invalid; every value must be an integer >= 1")
 
+    memories = []
+    if args.memory:
+        try:
+            memories = [parse_memory(text) for text in args.memory]
+        except ValueError as err:
+            p.error(str(err))
+        if args.no_builtin or args.trainers not in (list(TRAINERS), ["fast_sac"]):
+            p.error("--memory times fast_sac beside built-in sac: leave out --trainers (or give fast_sac only) "
+                    "and --no-builtin")
+
     import logging
 
     import torch
@@ -270,6 +419,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
 
     set_log_level(logging.WARNING)
     torch.manual_seed(0)
+    if args.memory:
+        return memory_main(args, sizes, memories)
     rows: List[Dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.trainers:

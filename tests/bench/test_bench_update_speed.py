@@ -451,3 +451,41 @@ def test_gemm_replay_runs_each_product_as_often_as_the_update(monkeypatch):
     monkeypatch.setattr(torch, "mm", counted)
     step()
     assert sorted(calls) == [((4, 3), (3, 5)), ((4, 3), (3, 5)), ((6, 5), (5, 1))]
+
+
+# ---------------------------------------------------------------------------------------------- memory
+def test_update_speed_memory_mode_reports_fast_sac_beside_builtin_sac(capsys, monkeypatch):
+    """``--memory``: both trainers built with the memory and timed in one run; per update, per step sampled and per
+    trained step.  Trajectories are cut at the config's time_horizon (32), so sequences of 64 hold 32 real steps
+    in both trainers' counts (built-in sac's padding, fast_sac's window end at its chunk)."""
+    monkeypatch.setenv("MLAGENTS_PLUGINS_COMPILE", "0")  # fast_sac without memory compiles its update: not tested
+    out = update_speed.main(["--memory", "8:4", "8:64", "none", "--threads", "1", "--updates", "5", "--warmup", "1",
+                             "--rows", "640", "--budget-s", "1", "--hidden-units", "16", "--num-layers", "1",
+                             "--batch-size", "64", "--json"])
+    rows = {r["memory"]: r for r in out["memory_rows"]}
+    assert set(rows) == {"8:4", "8:64", "none"} and not any("error" in r for r in rows.values()), rows
+    assert json.loads(capsys.readouterr().out)["memory_rows"] == out["memory_rows"]
+    for r in rows.values():
+        assert (r["trainer"], r["builtin"], r["trajectory_length"]) == ("fast_sac", "sac", 32)
+        assert r["ours_ms"] > 0 and r["builtin_ms"] > 0 and r["updates"] >= 5
+        assert r["ours_us_per_sampled_step"] == pytest.approx(1000 * r["ours_ms"] / r["ours_sampled_steps"], rel=0.01)
+    short, long_, none = rows["8:4"], rows["8:64"], rows["none"]
+    assert (short["ours_sequences"], short["builtin_sequences"]) == (16, 16)
+    assert short["ours_trained_steps"] == short["builtin_trained_steps"] == 64  # 32 = 8 x 4: no padding
+    assert (long_["ours_sequences"], long_["builtin_sequences"], long_["builtin_sampled_steps"]) == (1, 1, 64)
+    assert long_["ours_trained_steps"] == long_["builtin_trained_steps"] == 32  # half of each sequence past its chunk
+    assert long_["ours_us_per_trained_step"] == pytest.approx(2 * long_["ours_us_per_sampled_step"], rel=0.01)
+    assert none["ours_sequences"] == none["builtin_sequences"] == none["ours_trained_steps"] == 64
+
+
+def test_update_speed_memory_option_rejects_bad_values(capsys):
+    assert update_speed.parse_memory("32:8") == {"memory_size": 32, "sequence_length": 8}
+    assert update_speed.parse_memory("none") is None
+    for bad, says in (("33:8", "even integer"), ("32", "SIZE:SEQ_LEN"), ("32:0", "sequence_length"),
+                      ("a:b", "SIZE:SEQ_LEN")):
+        with pytest.raises(SystemExit):
+            update_speed.main(["--memory", bad])
+        assert says in capsys.readouterr().err, bad
+    with pytest.raises(SystemExit):
+        update_speed.main(["--memory", "32:8", "--trainers", "impala"])
+    assert "fast_sac beside built-in sac" in capsys.readouterr().err

@@ -11,7 +11,6 @@ from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import NetworkSettings, TrainerSettings
 from mlagents.trainers.stats import StatsReporter
-from mlagents.trainers.torch_entities.model_serialization import TensorNames
 
 from mlagents_plugins.envs import tiny
 from mlagents_plugins.envs.inprocess import SceneEnv
@@ -20,7 +19,7 @@ from mlagents_plugins.fast_sac.settings import FastSACSettings
 from mlagents_plugins.fast_sac.trainer import FastSACTrainer
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
 from mlagents_plugins.offpolicy import sequences
-from mlagents_plugins.testing.onnx_check import export_policy, run_onnx
+from mlagents_plugins.testing.onnx_check import check_recurrent_onnx_over_sequence, export_policy
 
 MEMORY = 16
 
@@ -181,17 +180,17 @@ def test_sequence_passes_equal_a_step_by_step_walk(burn_in, n_step, tmp_path):
                 ea, ma = trainer.policy.actor.network_body([o[b, p:p + 1] for o in z], memories=ma, sequence_length=1)
                 ec, mc = opt.critic_body([o[b, p:p + 1] for o in z], memories=mc, sequence_length=1)
                 walk_a[b, p], walk_c[b, p] = ea[0].cpu().numpy(), ec[0].cpu().numpy()
-    np.testing.assert_allclose(actor_out.detach().reshape(nb, t_pos, -1).numpy(), walk_a, atol=1e-5)
-    np.testing.assert_allclose(critic_out.detach().reshape(nb, t_pos, -1).numpy(), walk_c, atol=1e-5)
-    sel_tm1, sel_t = batch.sel_tm1.numpy(), batch.sel_t.numpy()
-    np.testing.assert_allclose(sb.s_tm1[0].detach().numpy(), walk_a.reshape(nb * t_pos, -1)[sel_tm1], atol=1e-5)
-    np.testing.assert_allclose(sb.s_t[0].numpy(), walk_a.reshape(nb * t_pos, -1)[sel_t], atol=1e-5)
+    np.testing.assert_allclose(actor_out.detach().reshape(nb, t_pos, -1).cpu().numpy(), walk_a, atol=1e-5)
+    np.testing.assert_allclose(critic_out.detach().reshape(nb, t_pos, -1).cpu().numpy(), walk_c, atol=1e-5)
+    sel_tm1, sel_t = batch.sel_tm1.cpu().numpy(), batch.sel_t.cpu().numpy()
+    np.testing.assert_allclose(sb.s_tm1[0].detach().cpu().numpy(), walk_a.reshape(nb * t_pos, -1)[sel_tm1], atol=1e-5)
+    np.testing.assert_allclose(sb.s_t[0].cpu().numpy(), walk_a.reshape(nb * t_pos, -1)[sel_t], atol=1e-5)
     # bootstrap position = trained position + the leading valid n-step rows, never beyond the window
-    k = batch.valid_t.numpy().sum(axis=1)
+    k = batch.valid_t.cpu().numpy().sum(axis=1)
     assert np.all(sel_t - sel_tm1 == k) and np.all((k >= 1) & (k <= n_step))
     assert np.all(sel_t % t_pos >= 1)
     # the terminal rows that are trained bootstrap nowhere: their own discount is 0 and their window ends there
-    terminal_rows = batch.discount_t.numpy()[:, 0, 0] == 0
+    terminal_rows = batch.discount_t.cpu().numpy()[:, 0, 0] == 0
     assert np.all(k[terminal_rows] == 1)
     assert 0 < batch.trained_per_window <= 4
 
@@ -203,7 +202,7 @@ def test_windows_see_the_cue_only_through_memory(tmp_path):
     _collect(trainer, MEMORY_TASK, 60)
     batch = trainer.sample_sequences()
     z = batch.z[0].reshape(batch.memory.shape[1], batch.positions).cpu().numpy()
-    starts = ~batch.memory[0].numpy().any(axis=1)  # windows starting an episode (zero memory)
+    starts = ~batch.memory[0].cpu().numpy().any(axis=1)  # windows starting an episode (zero memory)
     assert starts.any()
     assert np.all(np.abs(z[starts, 0]) == 1.0) and np.all(z[starts, 2:] == 0.0)
 
@@ -267,30 +266,10 @@ def test_onnx_matches_pytorch_step_by_step_over_50_steps(task, tmp_path):
     obs = rng.uniform(-1, 1, size=(50, 1)).astype(np.float32)
     mask_width = int(sum(task.branches * (2,)))
     masks = np.ones((1, max(mask_width, 1)), np.float32)
-    memory = np.zeros((1, 1, MEMORY), np.float32)
-    got_actions, got_memories = [], []
-    for step in range(50):
-        out = run_onnx(path, [obs[step:step + 1]], masks, memory)
-        assert int(np.asarray(out[TensorNames.memory_size]).reshape(-1)[0]) == MEMORY
-        memory = np.asarray(out[TensorNames.recurrent_output], np.float32).reshape(1, 1, MEMORY)
-        got_memories.append(memory.reshape(-1).copy())
-        if task.continuous:
-            got_actions.append(np.asarray(out[TensorNames.deterministic_continuous_action_output]).reshape(-1))
-    with torch.no_grad():
-        encoding, _ = policy.actor.network_body([torch.as_tensor(obs)], memories=torch.zeros(1, 1, MEMORY),
-                                                sequence_length=50)
-        memories_torch = []
-        m = torch.zeros(1, 1, MEMORY)
-        for step in range(50):
-            _, m = policy.actor.network_body([torch.as_tensor(obs[step:step + 1])], memories=m, sequence_length=1)
-            memories_torch.append(m.reshape(-1).cpu().numpy())
-        mu = policy.actor.action_model._continuous_distribution.mu(encoding) if task.continuous else None
-    np.testing.assert_allclose(np.stack(got_memories), np.stack(memories_torch), atol=1e-5)
-    # the sequence pass's hidden outputs are the first half of each step's memory
-    np.testing.assert_allclose(encoding.numpy(), np.stack(got_memories)[:, : MEMORY // 2], atol=1e-5)
-    if task.continuous:
-        # ML-Agents' deterministic continuous action is the Gaussian's mean (not squashed), also in the built-ins
-        np.testing.assert_allclose(np.stack(got_actions), mu.numpy(), atol=1e-5)
+    # ML-Agents' deterministic continuous action is the Gaussian's mean (not squashed), also in the built-ins
+    walk = check_recurrent_onnx_over_sequence(policy, path, [obs], masks,
+                                              mean_to_action=(lambda mu: mu) if task.continuous else None)
+    assert np.abs(walk.memories).max() > 0
 
 
 def test_camera_observations_train_with_memory_and_drq_shifts(tmp_path):

@@ -7,11 +7,10 @@ import pytest
 from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.settings import NetworkSettings
-from mlagents.trainers.torch_entities.model_serialization import TensorNames
 
 from mlagents_plugins.impala.pieces import make_batch
 from mlagents_plugins.impala.trainer import ImpalaTrainer
-from mlagents_plugins.testing.onnx_check import export_policy, run_onnx
+from mlagents_plugins.testing.onnx_check import check_recurrent_onnx_over_sequence, export_policy
 from tests.impala.helpers import OBS_SIZE, impala_spec, make_trajectory, trainer_settings
 
 MEMORY = 8
@@ -105,15 +104,15 @@ def test_learner_replays_each_piece_from_its_stored_memories(tmp_path, shared_cr
                                    float(v["extrinsic"].reshape(-1)[0]))
             v, _ = critic.critic_pass([torch.as_tensor(p.bootstrap_obs[0][None])], memories=mc, sequence_length=1)
             want_v[b] = float(v["extrinsic"].reshape(-1)[0])
-    rows = batch.real_rows.numpy()
+    rows = batch.real_rows.cpu().numpy()
     b_count = len(pieces)
     for i, row in enumerate(rows):
         t, b = divmod(int(row), b_count)
         lp, ent, v = want_lp[(b, t)]
-        np.testing.assert_allclose(log_probs[i].numpy(), lp, atol=1e-5)
+        np.testing.assert_allclose(log_probs[i].cpu().numpy(), lp, atol=1e-5)
         assert entropy[i].item() == pytest.approx(ent, abs=1e-5)
         assert values["extrinsic"][i].item() == pytest.approx(v, abs=1e-5)
-    np.testing.assert_allclose(bootstrap["extrinsic"].numpy(), [want_v[b] for b in range(b_count)], atol=1e-5)
+    np.testing.assert_allclose(bootstrap["extrinsic"].cpu().numpy(), [want_v[b] for b in range(b_count)], atol=1e-5)
 
 
 @pytest.mark.parametrize("style", ["stream", "epochs"])
@@ -147,7 +146,7 @@ def test_epochs_minibatches_take_their_pieces_targets(tmp_path):
     sub = make_batch([pieces[k] for k in order], 4)
     position_of = np.zeros(len(pieces) * 4, dtype=np.int64)
     position_of[batch.sequences.rows.cpu().numpy()] = np.arange(int(batch.real_rows.shape[0]))
-    local = sub.sequences.rows.numpy()
+    local = sub.sequences.rows.cpu().numpy()
     index = torch.as_tensor(position_of[np.asarray(order)[local // 4] * 4 + local % 4])
     from mlagents_plugins.impala.optimizer import PassTargets
 
@@ -167,19 +166,7 @@ def test_onnx_matches_pytorch_step_by_step_over_50_steps(tmp_path):
     policy = trainer.policy
     path = export_policy(policy, str(tmp_path / "impala_recurrent"))
     obs = rng.uniform(-1, 1, size=(50, OBS_SIZE)).astype(np.float32)
-    memory = np.zeros((1, 1, MEMORY), np.float32)
-    got_memory, got_action = [], []
-    for step in range(50):
-        out = run_onnx(path, [obs[step:step + 1]], np.ones((1, 1), np.float32), memory)
-        assert int(np.asarray(out[TensorNames.memory_size]).reshape(-1)[0]) == MEMORY
-        memory = np.asarray(out[TensorNames.recurrent_output], np.float32).reshape(1, 1, MEMORY)
-        got_memory.append(memory.reshape(-1).copy())
-        got_action.append(np.asarray(out[TensorNames.deterministic_continuous_action_output]).reshape(-1))
-    with torch.no_grad():
-        encoding, last = policy.actor.network_body([torch.as_tensor(obs)], memories=torch.zeros(1, 1, MEMORY),
-                                                   sequence_length=50)
-        mu = policy.actor.action_model._continuous_distribution.mu(encoding)
-    np.testing.assert_allclose(np.stack(got_memory)[:, : MEMORY // 2], encoding.cpu().numpy(), atol=1e-5)
-    np.testing.assert_allclose(got_memory[-1], last.reshape(-1).numpy(), atol=1e-5)
     # impala's Gaussian is not squashed: ML-Agents exports the mean clipped to [-3, 3] / 3
-    np.testing.assert_allclose(np.stack(got_action), torch.clamp(mu, -3, 3).numpy() / 3, atol=1e-5)
+    walk = check_recurrent_onnx_over_sequence(policy, path, [obs], np.ones((1, 1), np.float32),
+                                              mean_to_action=lambda mu: torch.clamp(mu, -3, 3) / 3)
+    assert np.abs(walk.memories).max() > 0

@@ -12,14 +12,13 @@ stand-in build.
 import os
 import re
 import resource
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from mlagents_plugins.replay.persistence import inspect_replay
+from mlagents_plugins.testing.learn_process import run_then_kill_9
 from mlagents_plugins.testing.ports import free_base_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,24 +49,10 @@ def test_the_limit_binds_an_in_memory_buffer_of_that_size():
 
 
 def _run_and_kill_9(argv, log_path, saved, count, timeout_s, **popen):
-    """Start ``argv`` (output to ``log_path``), wait for ``count`` lines matching ``saved``, then SIGKILL it;
-    returns the log."""
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=log, stderr=subprocess.STDOUT, **popen)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while len(saved.findall(log_path.read_text(errors="replace"))) < count:
-            assert proc.poll() is None, f"the run ended early ({proc.returncode}):\n{log_path.read_text()[-4000:]}"
-            assert time.monotonic() < deadline, f"fewer than {count} saves:\n{log_path.read_text()[-4000:]}"
-            time.sleep(0.2)
-        time.sleep(1.0)  # rows after the last save reach the mapped files
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return log_path.read_text(errors="replace")
+    """Start ``argv`` (output to ``log_path``), wait for ``count`` lines matching ``saved``, then SIGKILL it a second
+    later (rows after the last save reach the mapped files); returns the log."""
+    return run_then_kill_9(argv, log_path, lambda log: len(saved.findall(log)) >= count, timeout_s, cwd=REPO,
+                           env=_env(), settle_s=1.0, **popen)
 
 
 def _kill_9_then_resume(tmp_path, first_args, saves_before_kill, resume_args, timeout_s):
