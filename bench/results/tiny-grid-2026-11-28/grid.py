@@ -1,6 +1,7 @@
 """One pool over several tiny-case screens (issues 53 and 56), in priority order, each run's record appended to
 OUT as it finishes (``python -m mlagents_plugins.envs.tiny``'s record, plus ``group``).  Run from the repository
-root: ``python bench/results/tiny-grid-2026-11-28/grid.py OUT JOBS [GROUP ...]``.
+root: ``[GRID_SKIP=case,...] python bench/results/tiny-grid-2026-11-28/grid.py OUT JOBS [GROUP ...]``; runs already
+in OUT are not made again.
 
 Groups:
 - ``default`` / ``crossq``: fast_sac on every case of the sac config, seeds 0-2, at its defaults and with the CrossQ
@@ -12,6 +13,7 @@ Groups:
 """
 import json
 import multiprocessing
+import os
 import sys
 
 from mlagents_plugins.envs import tiny
@@ -65,7 +67,14 @@ def run(job):
 
 def main():
     out, n_jobs, groups = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-    todo = jobs(groups)
+    # an invocation continues: runs already in OUT are not made again; GRID_SKIP names cases left out
+    skip = set(filter(None, os.environ.get("GRID_SKIP", "").split(",")))
+    done = set()
+    if os.path.isfile(out):
+        for line in open(out):
+            r = json.loads(line)
+            done.add((r.get("group"), r["trainer"], r["case"], r["seed"]))
+    todo = [j for j in jobs(groups) if j[1][0] not in skip and (j[0], j[1][1], j[1][0], j[1][2]) not in done]
     print(f"tiny grid: {len(todo)} runs, {n_jobs} at a time -> {out}", flush=True)
     with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
         for record in pool.imap_unordered(run, todo):
