@@ -58,6 +58,22 @@ def jobs(groups):
     return out
 
 
+def more_jobs(groups):
+    """``ln0-more``: the critics' layer norm off on the other continuous cases (loss check); ``ln0-neutral``: taac's
+    camera and entity cases with the layer norm off and ``critic_neutral_init``."""
+    out = []
+    for seed in SEEDS:
+        if "ln0-more" in groups:
+            out += [("ln0", (c, "fast_sac", seed, {"critic_layer_norm": False}))
+                    for c in ("sac-line-continuous", "sac-square-continuous", "sac-memory-continuous")]
+            out += [("ln0", (c, "taac", seed, {"critic_layer_norm": False}))
+                    for c in ("sac-line-continuous", "sac-square-continuous")]
+        if "ln0-neutral" in groups:
+            out += [("ln0-neutral", (c, "taac", seed, {"critic_layer_norm": False, "critic_neutral_init": True}))
+                    for c in TAAC_53]
+    return out
+
+
 def run(job):
     group, args = job
     record = tiny._run_job(args)
@@ -74,7 +90,7 @@ def main():
         for line in open(out):
             r = json.loads(line)
             done.add((r.get("group"), r["trainer"], r["case"], r["seed"]))
-    todo = [j for j in jobs(groups) if j[1][0] not in skip and (j[0], j[1][1], j[1][0], j[1][2]) not in done]
+    todo = [j for j in jobs(groups) + more_jobs(groups) if j[1][0] not in skip and (j[0], j[1][1], j[1][0], j[1][2]) not in done]
     print(f"tiny grid: {len(todo)} runs, {n_jobs} at a time -> {out}", flush=True)
     with multiprocessing.get_context("spawn").Pool(n_jobs) as pool:
         for record in pool.imap_unordered(run, todo):
