@@ -5,10 +5,11 @@ taac and muzero_repr; ppo's for impala).
 A case passes when the final return (mean of the last two of ten summaries) reaches the case's threshold (0.9 of
 the best return 1.0).  A trainer that does not take a case's actions stops at start-up with its clear refusal,
 and that refusal is the expected result (not a skip).  The default run holds ``DEFAULT_RUN`` at seed 0: one
-discrete, one camera-continuous and (impala) one hybrid case per trainer that fits in minutes; every other (trainer,
+discrete, one camera-continuous (taac: entity) and (impala) one hybrid case per trainer that fits in minutes; every other (trainer,
 case, seed), the built-in trainers (which show each threshold is reachable in its budget) and every muzero_repr
 case (minutes per run) are ``slow``.  bench/results/tiny-2026-11-27/ has the measured finals; the ``slow`` cases that
-still fail for fast_sac and taac (README's limits) are measured in bench/results/tiny-defaults-2026-11-28/.
+still fail for fast_sac and taac (README's limits) are measured in bench/results/tiny-defaults-2026-11-28/ and
+bench/results/tiny-grid-2026-11-28/.
 """
 import pytest
 from mlagents.trainers.exception import TrainerConfigError
@@ -23,7 +24,9 @@ RECURRENT_REFUSED = ("taac", "muzero_repr")
 #: (trainer, case) in the default test run, at seed 0
 DEFAULT_RUN = {
     "fast_sac": ("sac-line-discrete", "sac-camera-continuous", "sac-memory-discrete"),
-    "taac": ("sac-camera-continuous",),
+    # taac's entity case (1 of 3 seeds before the critics' layer norm went off below 64 units, 3 of 3 after); its
+    # camera case passes on 1 of 3 seeds either way (README's limits), so it stays slow
+    "taac": ("sac-entities-continuous",),
     "impala": ("ppo-line-discrete", "ppo-hybrid-1c1d", "ppo-camera-continuous", "ppo-memory-continuous"),
 }
 

@@ -17,6 +17,19 @@ from mlagents_envs import logging_util
 logger = logging_util.get_logger(__name__)
 
 
+#: the narrowest critic hidden layer that ``critic_layer_norm: null`` normalizes.  On ML-Agents' tiny learning tasks
+#: (one layer of 16 units) the normalization costs fast_sac's camera case and taac's entity case (0-1 of 3 seeds
+#: pass, 3 of 3 without it); the studies that made it a default ran 64 to 256 units
+#: (bench/results/tiny-grid-2026-11-28, fast-sac-critic-layer-norm-2026-11-26, taac-critic-layer-norm-2026-11-27).
+LAYER_NORM_MIN_UNITS = 64
+
+
+def layer_norm_by_default(hidden_units: int, num_branches: int = 0) -> bool:
+    """What ``critic_layer_norm: null`` resolves to: on for critics of at least ``LAYER_NORM_MIN_UNITS`` units a
+    hidden layer without discrete branches (with branches it made fast_sac fall), else off."""
+    return num_branches == 0 and int(hidden_units) >= LAYER_NORM_MIN_UNITS
+
+
 #: bound of the uniform initialization of critics' output layers by ``init_outputs_small_`` (DDPG's final-layer
 #: initialization, Lillicrap et al. 2016, Sec. 7: initial Q values near zero, so near-zero slopes in the actions)
 SMALL_OUTPUT_INIT = 3.0e-3

@@ -122,7 +122,8 @@ class SACHead:
             critic_observation_specs,
             critic_network_settings,
             action_spec,
-            layer_norm=hp.critics_layer_normed(len(self.branches)) and batch_renorm is None,
+            layer_norm=hp.critics_layer_normed(len(self.branches), critic_network_settings.hidden_units)
+            and batch_renorm is None,
             small_output_init=small_critic_init,
             action_neutral_init=neutral_critic_init,
             batch_renorm=batch_renorm,

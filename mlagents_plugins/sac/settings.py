@@ -65,10 +65,14 @@ class SACHeadSettings(OffPolicyBaseSettings):
         """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""
         return bool(self.actor_min_q) if self.actor_min_q is not None else num_branches > 0
 
-    def critics_layer_normed(self, num_branches: int) -> bool:
+    def critics_layer_normed(self, num_branches: int, hidden_units: int) -> bool:
         """Whether the critics normalize their hidden layers: ``critic_layer_norm``, or when null, without discrete
-        branches."""
-        return bool(self.critic_layer_norm) if self.critic_layer_norm is not None else num_branches == 0
+        branches and at least ``LAYER_NORM_MIN_UNITS`` units a hidden layer (``critic_norm.layer_norm_by_default``)."""
+        if self.critic_layer_norm is not None:
+            return bool(self.critic_layer_norm)
+        from mlagents_plugins.common.critic_norm import layer_norm_by_default
+
+        return layer_norm_by_default(hidden_units, num_branches)
 
     def entropy_in_targets(self, num_branches: int) -> bool:
         """Whether the TD targets carry the entropy bonus: ``entropy_reward``, or when null, without discrete branches."""

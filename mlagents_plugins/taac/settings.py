@@ -15,6 +15,7 @@ from mlagents_plugins.common.validators import (
     entropy_scale,
     fail,
     non_negative_int,
+    optional_bool,
     positive_float,
     positive_int,
     strict_bool,
@@ -66,8 +67,9 @@ class TaacSettings(OffPolicyBaseSettings):
     b1_advantage_clipping: Optional[List[float]] = attr.ib(default=None)
     # Layer normalization, without learned scale or shift, after each hidden layer of every critic (before the
     # activation; mlagents_plugins/common/critic_norm.py), as fast_sac's critics have it for continuous actions; the
-    # TAAC paper has none.  docs/taac.md "Critic layer normalization".
-    critic_layer_norm: Any = attr.ib(default=True, validator=strict_bool)  # bool
+    # TAAC paper has none.  null: on for critics of at least 64 units a hidden layer (critic_norm.LAYER_NORM_MIN_UNITS;
+    # narrower ones learned ML-Agents' tiny tasks worse with it).  docs/taac.md "Critic layer normalization".
+    critic_layer_norm: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Every critic's output layer starts uniform in [-3e-3, 3e-3] (DDPG's final layer, Lillicrap et al. 2016) instead of
     # ML-Agents' initialization, so the first Q values and their slopes in tau are near 0 and the actor does not
     # follow a random slope before the rewards have shaped one (fast_sac's critic_small_init).  Off by default: the tiny
@@ -104,6 +106,15 @@ class TaacSettings(OffPolicyBaseSettings):
     def _check_switch_entropy(self, attribute: "attr.Attribute", value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < math.log(2.0):
             fail(attribute.name, value, f"a number in [0, ln 2 = {math.log(2.0):.4f})")
+
+    def critics_layer_normed(self, hidden_units: int) -> bool:
+        """``critic_layer_norm``, or when null, whether the critics have at least ``LAYER_NORM_MIN_UNITS`` units a
+        hidden layer (``critic_norm.layer_norm_by_default``; taac takes continuous actions only)."""
+        if self.critic_layer_norm is not None:
+            return bool(self.critic_layer_norm)
+        from mlagents_plugins.common.critic_norm import layer_norm_by_default
+
+        return layer_norm_by_default(hidden_units)
 
     @b1_advantage_clipping.validator
     def _check_clipping(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -68,6 +68,7 @@ class TaacTrainer(OffPolicyTrainerBase):
         self._check_action_spec(behavior_spec)
         hp = self.hyperparameters
         actor_kwargs = {name: getattr(hp, name) for name in ACTOR_SETTINGS}
+        actor_kwargs["critic_layer_norm"] = hp.critics_layer_normed(self.trainer_settings.network_settings.hidden_units)
         actor_kwargs.update(
             stream_names=[s.value for s in self.trainer_settings.reward_signals.keys()], kind=hp.trajectory_kind
         )

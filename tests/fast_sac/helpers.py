@@ -18,6 +18,7 @@ def make_trainer(
     max_steps: int = 10000,
     encoder: str = "simple",
     normalize: bool = False,
+    hidden_units: int = 16,
     **hyper,
 ) -> FastSACTrainer:
     hp = dict(batch_size=8, buffer_size=200, buffer_init_steps=0, steps_per_update=1.0)
@@ -25,7 +26,7 @@ def make_trainer(
     settings = TrainerSettings(
         trainer_type="fast_sac", hyperparameters=FastSACSettings(**hp), max_steps=max_steps, summary_freq=10 ** 9
     )
-    settings.network_settings.hidden_units = 16
+    settings.network_settings.hidden_units = hidden_units
     settings.network_settings.num_layers = 1
     settings.network_settings.vis_encode_type = EncoderType(encoder)
     settings.network_settings.normalize = normalize

@@ -112,8 +112,11 @@ def test_the_setting_reaches_online_and_target_critics(tmp_path, on):
     assert len(opt.head.q_net._normed) == 2 and all(s is not t for s, t in zip(opt.head.q_net._normed, opt.head.q_target._normed))
 
 
-@pytest.mark.parametrize("cont, branches, expected", [(2, (), True), (0, (3, 2), False), (2, (3,), False)])
-def test_automatic_default_normalizes_only_continuous_only_critics(tmp_path, cont, branches, expected):
-    trainer = make_trainer(behavior_spec(((4,),), cont=cont, branches=branches), tmp_path)
+@pytest.mark.parametrize("cont, branches, hidden, expected",
+                         [(2, (), 64, True), (2, (), 63, False), (2, (), 16, False), (0, (3, 2), 64, False),
+                          (2, (3,), 128, False)])
+def test_automatic_default_normalizes_continuous_only_critics_of_64_units_or_more(tmp_path, cont, branches, hidden,
+                                                                                   expected):
+    trainer = make_trainer(behavior_spec(((4,),), cont=cont, branches=branches), tmp_path, hidden_units=hidden)
     assert trainer.hyperparameters.critic_layer_norm is None
     assert trainer.optimizer.head.q_net.layer_norm is expected and trainer.optimizer.head.q_target.layer_norm is expected

@@ -8,8 +8,8 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec
 from tests.taac.test_trainer import make_trainer, obs_spec
 
 
-def _optimizer(tmp_path, **hyper):
-    trainer = make_trainer(tmp_path, **hyper)
+def _optimizer(tmp_path, hidden_units: int = 16, **hyper):
+    trainer = make_trainer(tmp_path, hidden_units=hidden_units, **hyper)
     trainer.policy = trainer.create_policy(None, BehaviorSpec([obs_spec(5)], ActionSpec.create_continuous(2)))
     return trainer.create_optimizer()
 
@@ -30,8 +30,9 @@ def test_the_setting_reaches_online_and_target_critics(tmp_path, on):
     assert all(a is not b for a, b in zip(opt.q_net._normed, opt.q_target._normed))
 
 
-def test_default_is_on(tmp_path):
-    assert _optimizer(tmp_path).q_net.layer_norm is True
+@pytest.mark.parametrize("hidden, expected", [(64, True), (256, True), (63, False), (16, False)])
+def test_default_normalizes_critics_of_64_units_or_more(tmp_path, hidden, expected):
+    assert _optimizer(tmp_path, hidden_units=hidden).q_net.layer_norm is expected
 
 
 def test_a_taac_checkpoint_from_before_the_setting_loads_without_layer_norm(tmp_path):

@@ -40,14 +40,14 @@ def obs_spec(n):
     return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "obs")
 
 
-def make_trainer(tmp_path, **hyper):
-    """A taac trainer with 16 hidden units; ``compile_update`` off unless given (compiling is tested in
-    test_compiled_update.py and costs seconds per trainer)."""
+def make_trainer(tmp_path, hidden_units: int = 16, **hyper):
+    """A taac trainer with 16 hidden units (unless given); ``compile_update`` off unless given (compiling is tested
+    in test_compiled_update.py and costs seconds per trainer)."""
     hyper.setdefault("compile_update", False)
     settings = TrainerSettings(
         trainer_type="taac", hyperparameters=TaacSettings(**hyper), max_steps=1000
     )
-    settings.network_settings.hidden_units = 16
+    settings.network_settings.hidden_units = hidden_units
     return TaacTrainer("Ball?team=0", 1, settings, True, False, 0, str(tmp_path))
 
 
