@@ -181,8 +181,9 @@ class TorchImpalaOptimizer(TorchOptimizer):
 
     def _forward(self, batch: PieceBatch):
         """The learner's outputs on the batch's real steps: (log pi of the stored actions [N, K], entropy [N], values
-        per stream [N], bootstrap values per stream [B], no gradient).  A recurrent policy replays every piece as a
-        sequence from its stored memories (``impala/recurrent.py``); otherwise the networks run on the real steps."""
+        per stream [N], bootstrap values per stream [B], no gradient).  A recurrent policy replays every piece as
+        consecutive sequences of ``sequence_length`` steps, each from its stored memories (``impala/recurrent.py``);
+        otherwise the networks run on the real steps."""
         seq = batch.sequences
         if seq is None:
             # The networks run on the N real steps only; batch.time_major spreads their outputs over [T, B].
@@ -192,17 +193,17 @@ class TorchImpalaOptimizer(TorchOptimizer):
             with torch.no_grad():
                 bootstrap, _ = self.critic.critic_pass(batch.bootstrap_obs, sequence_length=1)
             return run_out["log_probs"].flatten(), run_out["entropy"].reshape(-1), values, bootstrap
-        t_len, b_len = batch.mask_t.shape
-        recurrent.check_memories(seq, b_len, self.policy.m_size)
+        recurrent.check_memories(seq, self.policy.m_size)
+        s_len = seq.sequence_length
         branches = seq.discrete_action
         actions = AgentAction(seq.continuous_action,
                               [branches[:, i] for i in range(branches.shape[1])] if branches.shape[1] > 0 else None)
-        run_out = self.policy.actor.get_stats(recurrent.actor_sequence_obs(seq, b_len, t_len), actions,
-                                              masks=seq.action_mask, memories=seq.memory, sequence_length=t_len)
-        all_values, _ = self.critic.critic_pass(seq.obs, memories=seq.critic_memory, sequence_length=t_len + 1)
+        run_out = self.policy.actor.get_stats(recurrent.actor_sequence_obs(seq), actions,
+                                              masks=seq.action_mask, memories=seq.memory, sequence_length=s_len)
+        all_values, _ = self.critic.critic_pass(seq.obs, memories=seq.critic_memory, sequence_length=s_len + 1)
         values = recurrent.to_dict_rows(all_values, seq.value_rows)
         bootstrap = {name: v.detach() for name, v in recurrent.to_dict_rows(all_values, seq.bootstrap_rows).items()}
-        return (run_out["log_probs"].flatten()[seq.rows], run_out["entropy"].reshape(-1)[seq.rows], values,
+        return (run_out["log_probs"].flatten()[seq.actor_rows], run_out["entropy"].reshape(-1)[seq.actor_rows], values,
                 bootstrap)
 
     def compute_losses(self, batch: PieceBatch) -> LossTerms:

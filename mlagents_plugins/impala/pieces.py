@@ -15,6 +15,7 @@ from mlagents.torch_utils import torch, default_device
 from mlagents.trainers.buffer import AgentBuffer, BufferKey, RewardSignalUtil
 from mlagents.trainers.trajectory import ObsUtil
 
+from mlagents_plugins.impala import recurrent
 from mlagents_plugins.impala.recurrent import SequenceInputs, sequence_inputs
 
 UNKNOWN_VERSION = -1  # acting-time policy version that could not be matched
@@ -35,8 +36,11 @@ class Piece:
     acting_version: np.ndarray  # [L] policy version that chose each action (UNKNOWN_VERSION if unknown)
     source: Optional[AgentBuffer]  # the steps as an AgentBuffer, kept only for learned reward signals' updates
     uses: int = 0  # how many updates have consumed this piece
-    memory: Optional[np.ndarray] = None  # [M] recurrent policies: the actor's memory at the first step
-    critic_memory: Optional[np.ndarray] = None  # [M] the separate critic's memory at the first step (impala/recurrent.py)
+    # Recurrent policies (impala/recurrent.py): the learner replays the piece in consecutive sequences of
+    # sequence_length steps (the last one shorter), each from the memories stored at its first step.
+    memory: Optional[np.ndarray] = None  # [S, M] the actor's memory at steps 0, s, 2s, ... (S = ceil(length / s))
+    critic_memory: Optional[np.ndarray] = None  # [S, M] the separate critic's memory at the same steps
+    sequence_length: Optional[int] = None  # s: steps per sequence, at most unroll_length (None without memory)
 
     @property
     def length(self) -> int:
@@ -52,11 +56,14 @@ def cut_trajectory(
     unroll_length: int,
     keep_source: bool = False,
     critic_memories: Optional[np.ndarray] = None,
+    sequence_length: Optional[int] = None,
 ) -> List[Piece]:
     """Cut one trajectory (``Trajectory.to_agentbuffer()`` with reward streams already filled in) into
     pieces of ``unroll_length`` steps; the last piece may be shorter and is the only one that can be
-    ``terminal``.  A recurrent policy's buffer holds each step's memory: every piece keeps its first step's, and
-    ``critic_memories`` [pieces, M] (the separate critic's at each piece start) when given."""
+    ``terminal``.  A recurrent policy's buffer holds each step's memory: every piece keeps the memories of its
+    sequence starts (``recurrent.sequence_starts``: its steps 0, s, 2s, ... with s = ``sequence_length`` capped at
+    ``unroll_length``), and ``critic_memories`` [sequences, M] (the separate critic's at every sequence start of the
+    trajectory, in order) when given."""
     n = buffer.num_experiences
     obs = [np.asarray(buffer[ObsUtil.get_name_at(i)].get_batch(), dtype=np.float32) for i in range(num_obs)]
     next_obs = [np.asarray(buffer[ObsUtil.get_name_at_next(i)].get_batch(), dtype=np.float32) for i in range(num_obs)]
@@ -77,9 +84,14 @@ def cut_trajectory(
     memories = None
     if BufferKey.MEMORY in buffer and len(buffer[BufferKey.MEMORY]) == n:
         memories = np.asarray(buffer[BufferKey.MEMORY].get_batch(), dtype=np.float32).reshape(n, -1)
+    seq_len = None if memories is None else recurrent.effective_sequence_length(sequence_length, unroll_length)
+    starts = recurrent.sequence_starts(n, unroll_length, seq_len) if memories is not None else None
     pieces = []
-    for start in range(0, n, unroll_length):
+    first_sequence = 0  # index in the trajectory's sequence starts of this piece's first sequence
+    for k, start in enumerate(range(0, n, unroll_length)):
         end = min(start + unroll_length, n)
+        own = None if starts is None else slice(first_sequence, first_sequence + len(starts[k]))
+        first_sequence += 0 if starts is None else len(starts[k])
         pieces.append(
             Piece(
                 obs=[o[start:end] for o in obs],
@@ -92,8 +104,9 @@ def cut_trajectory(
                 terminal=terminal and end == n,
                 acting_version=np.asarray(acting_version[start:end], dtype=np.int64),
                 source=buffer.make_mini_batch(start, end) if keep_source else None,
-                memory=None if memories is None else memories[start],
-                critic_memory=None if critic_memories is None else critic_memories[start // unroll_length],
+                memory=None if memories is None else memories[starts[k]],
+                critic_memory=None if critic_memories is None else np.asarray(critic_memories[own], np.float32),
+                sequence_length=seq_len,
             )
         )
     return pieces

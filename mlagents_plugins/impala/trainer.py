@@ -83,6 +83,10 @@ class ImpalaTrainer(PluginTrainerBase):
         # Recurrent policies with a separate critic: each agent's critic memory after its last chunk (zeros at an
         # episode's start), carried into its next chunk as built-in ppo does.
         self._critic_memory: Dict[str, np.ndarray] = {}
+        memory = self.trainer_settings.network_settings.memory
+        # Recurrent policies: steps per learner sequence (network_settings.memory.sequence_length, at most a piece).
+        self._sequence_length = None if memory is None else recurrent.effective_sequence_length(
+            memory.sequence_length, hp.unroll_length)
 
     # ---- intake -------------------------------------------------------------------------------
     def _process_trajectory(self, trajectory: Trajectory) -> None:
@@ -123,6 +127,7 @@ class ImpalaTrainer(PluginTrainerBase):
                     unroll_length=self.hyperparameters.unroll_length,
                     keep_source=self._learned_reward_signals,
                     critic_memories=critic_memories,
+                    sequence_length=self._sequence_length,
                 )
             )
         if trajectory.done_reached:
@@ -130,22 +135,23 @@ class ImpalaTrainer(PluginTrainerBase):
 
     @classmethod
     def check_settings(cls, behavior_name: str, trainer_settings: TrainerSettings) -> None:
-        """``network_settings.memory`` is trained on whole unrolls (``impala/recurrent.py``); ML-Agents refuses an
-        odd ``memory_size`` itself."""
+        """``network_settings.memory`` is trained on sequences of ``sequence_length`` steps within each unroll
+        (``impala/recurrent.py``); a ``sequence_length`` below 1 is refused there, and ML-Agents refuses an odd
+        ``memory_size`` itself."""
+        recurrent.check_memory_settings(behavior_name, trainer_settings)
 
     def _critic_memories(self, buffer, agent_id: str, episode_ended: bool):
-        """The separate critic's memory at each piece start of this chunk (None without memory or with a shared
-        critic, whose memory is the policy's)."""
+        """The separate critic's memory at each sequence start of this chunk, in order (None without memory or with a
+        shared critic, whose memory is the policy's)."""
         if not self.policy.use_recurrent or self.hyperparameters.shared_critic:
             return None
         n = buffer.num_experiences
-        unroll = self.hyperparameters.unroll_length
-        starts = list(range(0, n, unroll))
+        starts = [t for piece in recurrent.sequence_starts(n, self.hyperparameters.unroll_length,
+                                                           self._sequence_length) for t in piece]
         obs = [np.asarray(buffer[ObsUtil.get_name_at(i)].get_batch(), dtype=np.float32)
                for i in range(len(self.policy.behavior_spec.observation_specs))]
         start = self._critic_memory.get(agent_id, np.zeros(self.policy.m_size, np.float32))
-        memories, end = recurrent.piece_start_memories(self.optimizer.critic, obs, starts,
-                                                       [min(unroll, n - s) for s in starts], start)
+        memories, end = recurrent.sequence_start_memories(self.optimizer.critic, obs, starts, start)
         if episode_ended:
             self._critic_memory.pop(agent_id, None)
         else:
