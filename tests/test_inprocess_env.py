@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from mlagents.trainers import learn
 from mlagents.trainers.action_info import ActionInfo
-from mlagents.trainers.settings import RunOptions, UniformSettings
+from mlagents.trainers.settings import ConstantSettings, RunOptions, UniformSettings
 from mlagents.trainers.subprocess_env_manager import SubprocessEnvManager
 from mlagents_envs.base_env import ActionTuple
 from mlagents_envs.exception import UnityCommunicationException, UnityTimeOutException
@@ -151,6 +151,10 @@ def test_a_failed_step_restarts_the_environment_with_its_parameters(caplog):
         assert manager.restart_counts == [1] and manager.env is CapableSceneEnv.created[1]
         assert manager.first_step_infos  # the reset after the restart, for the trainer's next advance
         assert CapableSceneEnv.created[1].academy.parameters.keys() == ["difficulty"]  # sent again
+        # a curriculum lesson changes a parameter mid-run (TrainerController.reset_env_if_ready)
+        manager.set_env_parameters({"difficulty": ConstantSettings(value=0.25)})
+        manager._step()
+        assert CapableSceneEnv.created[1].academy.parameters.describe("difficulty") == 0.25
     finally:
         manager.close()
     assert CapableSceneEnv.created[1]._closed
