@@ -80,7 +80,10 @@ def test_ctrl_c_saves_the_model_and_leaves_nothing_running(builds, tmp_path, mod
     assert code == 0, text[-3000:]
     assert "Learning was interrupted" in text and "Exported" in text, text[-3000:]
     assert (results / "int" / "Balance.onnx").is_file()
+    player = (results / "int" / "run_logs" / "Player-0.log").read_text(errors="replace")
+    if mode == "in-process":  # the build was closed by the trainer (status 400), not killed
+        assert "the trainer closed the environment (status 400)" in player, player[-2000:] + text[-2000:]
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(process_lifetime.process_alive(p, s) for p, s, _ in tree):
         time.sleep(0.1)
-    assert not [p for p, s, _ in tree if process_lifetime.process_alive(p, s)], tree
+    assert not [p for p, s, _ in tree if process_lifetime.process_alive(p, s)], (tree, player[-2000:], text[-2000:])
