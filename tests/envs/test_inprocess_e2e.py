@@ -39,6 +39,19 @@ def test_a_build_that_exits_at_start_fails_the_run_with_the_same_message(builds,
     assert (results / "bad" / "configuration.yaml").is_file() and (results / "bad" / "run_logs" / "timers.json").is_file()
 
 
+def test_a_build_that_never_connects_times_out_after_timeout_wait_with_the_same_message(builds, tmp_path, mode):
+    results = tmp_path / "results"
+    base, elsewhere = free_base_port(1), free_base_port(1)
+    # the build dials another port (the last --mlagents-port wins), so the trainer hears nothing for --timeout-wait
+    out, _ = learn(write_config(tmp_path, 1000), f"--env={builds}/Balance", "--run-id=deaf", "--num-envs=1",
+                   f"--base-port={base}", f"--results-dir={results}", "--no-graphics", "--timeout-wait", "3",
+                   "--env-args", "--mlagents-port", str(elsewhere), "--connect-timeout", "5")
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text[-3000:]
+    assert "UnityTimeOutException" in text and f"did not connect on port {base} within 3 s" in text, text[-3000:]
+    assert (results / "deaf" / "configuration.yaml").is_file()
+
+
 def _descendants(pid):
     found, todo = [], [pid]
     while todo:
