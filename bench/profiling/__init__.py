@@ -54,7 +54,7 @@ FLOOR = "floor"
 BASELINE = "sac"
 DEFAULT_TRAINERS = (FLOOR, "sac", "fast_sac", "taac", "impala", "muzero_repr")
 #: report columns: CPU seconds per 1k env steps
-COLUMNS = ("env",) + PHASES + ("exit",)
+COLUMNS = ("env",) + tuple(p for p in PHASES if p != "env") + ("exit",)
 #: phases paid on every step (the rest are one-off or the update)
 PER_STEP = ("env", "host", "inference", "intake", "stats")
 CHILD_CODE = "import sys; from bench.profiling.child import main; sys.exit(main())"
@@ -116,7 +116,7 @@ def phases_of(child: Dict[str, Any], tree_cpu_s: float) -> Dict[str, float]:
     env_end = end.get("build", 0.0) + end.get("env_worker", 0.0)
     reaped_start, reaped_end = start.get("reaped", 0.0), end.get("reaped", 0.0)
     out = {p: float(trainer.get(p, 0.0)) for p in PHASES}
-    out["env"] = env_end - env_start
+    out["env"] = env_end - env_start + out["env"]  # the environment processes, and the trainer stepping it in-process
     out["startup"] += env_start + reaped_start
     out["compile"] += end.get("compile", 0.0) + reaped_end - reaped_start
     explained = sum(trainer.values()) + env_end + end.get("compile", 0.0) + reaped_end

@@ -10,7 +10,7 @@ arguments>`` (the same interpreter, the same plugins and patches as the ``mlagen
   the CPU the environment processes used to start (``children_at_loop_start``);
 * ``TrainerController.start_learning``: when it returns, the loop is over (``LoopState.AFTER``) and the trainers'
   step counts are recorded;
-* ``SubprocessEnvManager.close``: before the workers are told to close, the CPU of every descendant process
+* ``SubprocessEnvManager.close`` (and ``InProcessEnvManager.close`` at one copy): before the workers are told to close, the CPU of every descendant process
   (environment workers, the build, Inductor compile workers) is read from /proc (``children_at_close``).
 
 Both child records also hold ``reaped``: the CPU of the children this process started and waited for so far
@@ -68,9 +68,18 @@ def install_hooks(sampler: PhaseSampler, record: Dict[str, Any]) -> None:
         _children(self, record, "children_at_close")
         return close(self)
 
+    from mlagents_plugins.host.inprocess_env import InProcessEnvManager
+
+    inprocess_close = InProcessEnvManager.close
+
+    def profiled_inprocess_close(self):
+        _children(self, record, "children_at_close")
+        return inprocess_close(self)
+
     TrainerController.advance = profiled_advance
     TrainerController.start_learning = profiled_start_learning
     SubprocessEnvManager.close = profiled_close
+    InProcessEnvManager.close = profiled_inprocess_close
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -19,7 +19,9 @@ policies and networks (``TrainerController._create_trainer_and_manager``) or res
 (``TrainerController._reset_env``) makes it ``startup``.  Otherwise the *innermost* frame that names a phase
 decides: ``_take_step`` of the environment manager (every policy's ``get_action`` for one step) is
 ``inference``; ``_process_trajectory`` (a trainer taking a trajectory into its buffer) ``intake``;
-``_update_policy`` ``update``; ML-Agents' ``stats.py`` (``StatsReporter``, its writers), TensorBoard's writer and
+``_update_policy`` ``update``; the environment stepped in the trainer's own process (``inprocess_env``'s
+``_env_step``: the build's gRPC exchange, side channels) ``env``, which the report adds to the environment
+processes' CPU; ML-Agents' ``stats.py`` (``StatsReporter``, its writers), TensorBoard's writer and
 ``_maybe_write_summary``/``_update_end_episode_stats`` ``stats`` - innermost, so the stats a trainer records
 inside its intake or update count as stats.  A stack with none of these is ``host`` (ML-Agents' trainer
 controller, environment manager and agent processor) while the training loop runs, ``startup`` before its first
@@ -37,7 +39,7 @@ import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 #: every phase of the trainer process, in report order
-PHASES = ("host", "inference", "intake", "update", "stats", "startup", "compile", "save")
+PHASES = ("host", "inference", "intake", "update", "stats", "startup", "compile", "save", "env")
 
 #: (file path ending, function name or None for any): a frame that puts the whole sample in the phase
 COMPILE_FRAMES = (
@@ -51,6 +53,7 @@ SAVE_FRAMES = (
     (None, "save_model"),
     (None, "_maybe_save_model"),
     ("mlagents/trainers/subprocess_env_manager.py", "close"),
+    ("mlagents_plugins/host/inprocess_env.py", "close"),
     ("mlagents/trainers/learn.py", "write_run_options"),
     ("mlagents/trainers/learn.py", "write_timing_tree"),
     ("mlagents/trainers/learn.py", "write_training_status"),
@@ -66,6 +69,8 @@ STARTUP_FRAMES = (
 INNER_FRAMES = (
     ("mlagents/trainers/subprocess_env_manager.py", "_take_step", "inference"),
     ("mlagents/trainers/env_manager.py", "_take_step", "inference"),
+    ("mlagents_plugins/host/inprocess_env.py", "_take_step", "inference"),
+    ("mlagents_plugins/host/inprocess_env.py", "_env_step", "env"),
     (None, "_process_trajectory", "intake"),
     (None, "_update_policy", "update"),
     ("mlagents/trainers/stats.py", None, "stats"),
