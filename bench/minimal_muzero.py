@@ -121,7 +121,7 @@ class MinimalMuZeroRepr:
         hh, hn = hp.head_hidden_units, hp.head_num_layers
         self.head = swish_mlp(hp.latent_size, hh, hn)
         self.mu, self.log_sigma = torch.nn.Linear(hh, act_size), torch.nn.Linear(hh, act_size)
-        normed = hp.critics_layer_normed(0)  # continuous actions only
+        normed = hp.critics_layer_normed(0, hh)  # continuous actions only
         self.q = torch.nn.ModuleList([swish_mlp(hp.latent_size + act_size, hh, hn, 1, layer_norm=normed)
                                       for _ in range(2)])
         self.q_target = frozen_copy(self.q)

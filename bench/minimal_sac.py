@@ -60,8 +60,8 @@ class MinimalSAC:
         h, n = net.hidden_units, net.num_layers
         self.body = swish_mlp(obs_size, h, n)
         self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)
-        normed = hp.critics_layer_normed(0)  # continuous actions only
         hc = hp.critic_hidden_units or h
+        normed = hp.critics_layer_normed(0, hc)  # continuous actions only
         self.q1 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed)
         self.q2 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed)
         self.q = torch.nn.ModuleList([self.q1, self.q2])

@@ -27,7 +27,7 @@ SETTINGS = dict(
     init_switch_temperature="initial temperature", action_target_entropy_scale="action target entropy",
     switch_target_entropy="switch target entropy", b1_advantage_clipping="checked: null",
     max_repeat_steps="no work: acting only", randomize_first_state_tau="no work: acting only",
-    critic_layer_norm="critics' hidden layers normalized (true) or not (false)",
+    critic_layer_norm="critics' hidden layers normalized (true, automatic here) or not (false)",
     critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
     critic_warmup_updates="the first updates train the critics alone",
     critic_neutral_init="checked: false (ML-Agents' initialization of the critics' action inputs)",
@@ -65,7 +65,7 @@ class MinimalTAAC:
         self.body = swish_mlp(obs_size + act_size, h, n)
         self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)
         self.critics = torch.nn.ModuleList(
-            [swish_mlp(obs_size + act_size, h, n, 1, layer_norm=bool(hp.critic_layer_norm))
+            [swish_mlp(obs_size + act_size, h, n, 1, layer_norm=hp.critics_layer_normed(h))
              for _ in range(hp.num_critic_replicas)])
         self.targets = frozen_copy(self.critics)
         self.log_alpha_a = torch.nn.Parameter(torch.tensor(math.log(hp.init_action_temperature)))
