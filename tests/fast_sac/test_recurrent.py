@@ -83,6 +83,12 @@ def _spec(task=MEMORY_TASK):
     (dict(sequence_length=32, batch_size=16), "sequence_length"),
     (dict(prioritized_replay=True), "prioritized_replay"),
     (dict(compile_update=True), "compile_update"),
+    (dict(critic_batch_renorm=True), "critic_batch_renorm"),
+    (dict(critic_neutral_init=True), "critic_neutral_init"),
+    (dict(critic_warmup_updates=5), "critic_warmup_updates"),
+    (dict(critic_hidden_units=32), "critic_hidden_units"),
+    (dict(adam_beta1=0.5), "adam_beta1"),
+    (dict(actor_update_every=3), "actor_update_every"),
 ])
 def test_settings_a_recurrent_fast_sac_cannot_honour_are_refused_by_field(change, field, tmp_path):
     sequence_length = change.pop("sequence_length", 4)
