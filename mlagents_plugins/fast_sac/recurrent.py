@@ -317,15 +317,7 @@ class RecurrentFastSACOptimizer(TorchOptimizer):
 
         nets = losses.SACNetworks(actor, critic, frozen_critic, target_critic,
                                   head.temperatures.log_alpha_cont, head.temperatures.log_alpha_disc)
-        settings = losses.SACLossSettings(
-            branches=head.branches,
-            cont_size=self.action_spec.continuous_size,
-            target_entropy_cont=head.target_entropy_cont,
-            discrete_entropy_scale=self.hyperparameters.discrete_target_entropy_scale,
-            actor_min_q=head.actor_min_q,
-            entropy_reward=head.entropy_reward,
-        )
-        return losses.sac_losses(nets, sb, settings)
+        return losses.sac_losses(nets, sb, head.loss_settings())  # joint_critic False: batch renorm is refused
 
     def _total_loss(self, batch: RecurrentBatch) -> Tuple[torch.Tensor, SACLosses]:
         out = self.compute_losses(batch)

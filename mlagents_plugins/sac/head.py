@@ -188,7 +188,11 @@ class SACHead:
             actor, critic, frozen_critic, self.q_target,
             self.temperatures.log_alpha_cont, self.temperatures.log_alpha_disc,
         )
-        settings = losses.SACLossSettings(
+        return losses.sac_losses(nets, batch, self.loss_settings(), update_actor=update_actor)
+
+    def loss_settings(self) -> losses.SACLossSettings:
+        """What ``losses.sac_losses`` needs besides the networks and the batch, from this head's settings."""
+        return losses.SACLossSettings(
             branches=self.branches,
             cont_size=self.action_spec.continuous_size,
             target_entropy_cont=self.target_entropy_cont,
@@ -197,7 +201,6 @@ class SACHead:
             entropy_reward=self.entropy_reward,
             joint_critic=self.joint_critic,
         )
-        return losses.sac_losses(nets, batch, settings, update_actor=update_actor)
 
     def update(self, batch: SACBatch, step: int) -> Tuple[Dict[str, float], SACLosses]:
         """One SAC step on ``batch`` at trainer step ``step`` (the learning rate's schedule): one backward of
