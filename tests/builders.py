@@ -112,3 +112,21 @@ def assert_same_state(loaded, saved, path: str = "") -> None:
         assert torch.equal(loaded.cpu(), saved.cpu()), path
     else:
         assert loaded == saved, path
+
+
+NONFINITE_PLACES = ("obs", "reward", "next_obs")
+
+
+def make_nonfinite(traj, where: str) -> str:
+    """Put a NaN or inf into ``traj`` (in place) at ``where`` (one of ``NONFINITE_PLACES``: an observation mid-chunk,
+    a reward, the observation after the last step); returns the words the drop warning must name."""
+    if where == "obs":
+        traj.steps[4].obs[0][1] = np.nan
+        return "observation 0 holds"
+    if where == "reward":
+        traj.steps[2] = traj.steps[2]._replace(reward=float("inf"))
+        return "reward holds"
+    if where == "next_obs":
+        traj.next_obs[0][0] = np.inf
+        return "observation 0 (after the last step) holds"
+    raise ValueError(f"where={where!r}: expected one of {NONFINITE_PLACES}")

@@ -4,6 +4,7 @@ A NaN in an observation or a reward reaches the normalizer, every later update a
 drop such a chunk whole (the off-policy base before the replay buffer, impala before its pieces), warn at the
 first and every 100th, and report the count as a stat.
 """
+import logging
 from typing import List, Optional
 
 import numpy as np
@@ -43,3 +44,29 @@ def dropped_chunk_message(brain_name: str, trajectory: Trajectory, bad: str, cou
         f"model and its checkpoints stay finite ({count} chunk(s) dropped so far); check the build's observations "
         "and rewards."
     )
+
+
+class NonfiniteGate:
+    """One trainer's refusal of non-finite chunks: the count, the warning (first and every 100th) and the stat.
+
+    ``stat`` is the stat's name in the trainer's summaries; ``kept_out_of`` names what the chunk is kept out of in
+    the warning ("the replay buffer and the normalizer")."""
+
+    def __init__(self, brain_name: str, stat: str, kept_out_of: str, logger: logging.Logger):
+        self.brain_name = brain_name
+        self.stat = stat
+        self.kept_out_of = kept_out_of
+        self.logger = logger
+        self.dropped = 0  # chunks refused so far
+
+    def refuses(self, trajectory: Trajectory, stats_reporter, obs: Optional[List[np.ndarray]] = None) -> bool:
+        """True (and counted, warned, reported) when ``trajectory`` holds NaN or inf and must be dropped whole."""
+        bad = nonfinite_input(trajectory, obs)
+        if bad is None:
+            return False
+        self.dropped += 1
+        if should_warn(self.dropped):
+            self.logger.warning(dropped_chunk_message(self.brain_name, trajectory, bad, self.dropped,
+                                                      self.kept_out_of))
+        stats_reporter.set_stat(self.stat, float(self.dropped))
+        return True

@@ -41,38 +41,17 @@ logger = logging.getLogger(__name__)
 
 
 def _stop_worker(reason: str) -> None:
-    """Take this worker's children (its build) down and exit without running any exit handler: the trainer
-    that would read our queues is gone, and a queue's feeder thread could block the exit forever."""
+    """Take this worker's children (its build) down and exit at once (``process_lifetime.end_processes_and_exit``)."""
     children = process_lifetime.child_pids()
-    try:
-        sys.stderr.write(f"mlagents-plugins: environment worker (pid {os.getpid()}) stopping: {reason}; "
-                         f"ending its build process(es) {children}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    process_lifetime.terminate_processes(children, grace_s=BUILD_GRACE_S)
-    os._exit(EXIT_PARENT_GONE)
+    process_lifetime.end_processes_and_exit(
+        f"mlagents-plugins: environment worker (pid {os.getpid()}) stopping: {reason}; ending its build process(es) "
+        f"{children}", children, BUILD_GRACE_S, EXIT_PARENT_GONE)
 
 
 def bind_to_parent(parent: int, use_death_signal: bool = True) -> str:
     """Make this process stop (taking its children along) when ``parent`` dies; returns the mechanism used,
     ``"pdeathsig"`` or ``"watchdog"``."""
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        gone = not process_lifetime.process_alive(parent) or os.getppid() != parent
-        _stop_worker(f"the trainer (pid {parent}) is gone" if gone else "terminated (SIGTERM)")
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-    if use_death_signal and process_lifetime.set_parent_death_signal(signal.SIGTERM):
-        if os.getppid() != parent:  # the parent died before the kernel knew to tell us
-            _stop_worker(f"the trainer (pid {parent}) is gone")
-        return "pdeathsig"
-    # Watch the pid itself too: Windows does not reparent orphans, so there only the pid tells.
-    process_lifetime.watch_processes([(parent, process_lifetime.start_time(parent))],
-                             lambda pid: _stop_worker(f"the trainer (pid {pid}) is gone"), parent=parent)
-    if not process_lifetime.process_alive(parent):
-        _stop_worker(f"the trainer (pid {parent}) is gone")
-    return "watchdog"
+    return process_lifetime.follow_parent(parent, _stop_worker, use_death_signal)
 
 
 def _parent_pid() -> int:

@@ -30,7 +30,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common.fast_kernels import fuse_swish_
-from mlagents_plugins.common.input_checks import dropped_chunk_message, nonfinite_input, should_warn
+from mlagents_plugins.common.input_checks import NonfiniteGate
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
 from mlagents_plugins.impala import recurrent
 from mlagents_plugins.impala.optimizer import PassTargets, TorchImpalaOptimizer
@@ -79,7 +79,9 @@ class ImpalaTrainer(PluginTrainerBase):
             key != RewardSignalType.EXTRINSIC for key in self.trainer_settings.reward_signals
         )
         self._reported_dropped = 0
-        self.dropped_nonfinite = 0  # trajectory chunks refused for NaN/inf observations or rewards
+        # Trajectory chunks refused for NaN/inf observations or rewards (count, warning, stat).
+        self.nonfinite = NonfiniteGate(self.brain_name, STAT_DROPPED_NONFINITE,
+                                       "the learner's pieces and the normalizers", logger)
         # Recurrent policies with a separate critic: each agent's critic memory after its last chunk (zeros at an
         # episode's start), carried into its next chunk as built-in ppo does.
         self._critic_memory: Dict[str, np.ndarray] = {}
@@ -91,14 +93,8 @@ class ImpalaTrainer(PluginTrainerBase):
     # ---- intake -------------------------------------------------------------------------------
     def _process_trajectory(self, trajectory: Trajectory) -> None:
         super()._process_trajectory(trajectory)
-        bad = nonfinite_input(trajectory)
-        if bad is not None:
+        if self.nonfinite.refuses(trajectory, self._stats_reporter):
             # Kept out of the normalizers and the pieces, so no NaN reaches an update or a checkpoint.
-            self.dropped_nonfinite += 1
-            if should_warn(self.dropped_nonfinite):
-                logger.warning(dropped_chunk_message(self.brain_name, trajectory, bad, self.dropped_nonfinite,
-                                                     "the learner's pieces and the normalizers"))
-            self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
             return
         agent_id = trajectory.agent_id
         buffer = trajectory.to_agentbuffer()

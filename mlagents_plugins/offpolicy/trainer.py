@@ -46,7 +46,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 from mlagents_envs.timers import timed
 
-from mlagents_plugins.common.input_checks import dropped_chunk_message, nonfinite_input, should_warn
+from mlagents_plugins.common.input_checks import NonfiniteGate
 from mlagents_plugins.common.trainer_base import PluginTrainerBase
 from mlagents_plugins.host.atomic_checkpoint import CheckpointSaveError
 from mlagents_plugins.offpolicy import rows as offpolicy_rows
@@ -99,7 +99,9 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
         self.load_failure: Optional[str] = None
         # Set when a checkpoint or replay save failed (e.g. a full disk): the exit-time save is skipped.
         self.save_failure: Optional[str] = None
-        self.dropped_nonfinite = 0  # trajectory chunks refused for NaN/inf observations or rewards
+        # Trajectory chunks refused for NaN/inf observations or rewards (count, warning, stat).
+        self.nonfinite = NonfiniteGate(self.brain_name, STAT_DROPPED_NONFINITE,
+                                       "the replay buffer and the normalizer", logger)
 
     # ------------------------------------------------------------------ subclass interface
     def replay_fields(self, spec: BehaviorSpec) -> Dict[str, FieldSpec]:
@@ -235,14 +237,8 @@ class OffPolicyTrainerBase(PluginTrainerBase, abc.ABC):
     def _process_trajectory(self, trajectory: Trajectory) -> None:
         super()._process_trajectory(trajectory)
         obs = offpolicy_rows.stacked_observations(trajectory)
-        bad = nonfinite_input(trajectory, obs)
-        if bad is not None:
+        if self.nonfinite.refuses(trajectory, self._stats_reporter, obs):
             # A NaN in the replay or the normalizer would reach every later update and every checkpoint.
-            self.dropped_nonfinite += 1
-            if should_warn(self.dropped_nonfinite):
-                logger.warning(dropped_chunk_message(self.brain_name, trajectory, bad, self.dropped_nonfinite,
-                                                     "the replay buffer and the normalizer"))
-            self._stats_reporter.set_stat(STAT_DROPPED_NONFINITE, float(self.dropped_nonfinite))
             return
         agent_id = trajectory.agent_id
         steps = trajectory.steps

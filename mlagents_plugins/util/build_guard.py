@@ -42,14 +42,9 @@ def _end_builds(reason: str) -> None:
     if not _ending.acquire(blocking=False):
         return  # another path (signal, watcher thread, end of input) is already doing it
     alive = [pid for pid, token in list(_builds.items()) if process_lifetime.process_alive(pid, token)]
-    try:
-        sys.stderr.write(f"mlagents-plugins: build guard (pid {os.getpid()}): {reason}; ending build process(es) "
-                         f"{alive}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    process_lifetime.terminate_processes(alive, grace_s=BUILD_GRACE_S)
-    os._exit(EXIT_TRAINER_GONE)
+    process_lifetime.end_processes_and_exit(
+        f"mlagents-plugins: build guard (pid {os.getpid()}): {reason}; ending build process(es) {alive}", alive,
+        BUILD_GRACE_S, EXIT_TRAINER_GONE)
 
 
 def parse_line(line: str) -> Optional[List[Any]]:
@@ -67,18 +62,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     trainer = int(argv[0])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    def on_sigterm(signum: int, frame: Any) -> None:
-        gone = not process_lifetime.process_alive(trainer) or os.getppid() != trainer
-        _end_builds(f"the trainer (pid {trainer}) is gone" if gone else "terminated (SIGTERM)")
-
-    signal.signal(signal.SIGTERM, on_sigterm)
-    if process_lifetime.set_parent_death_signal(signal.SIGTERM):
-        if os.getppid() != trainer:  # the trainer died before the kernel knew to tell us
-            _end_builds(f"the trainer (pid {trainer}) is gone")
-    else:
-        process_lifetime.watch_processes([(trainer, process_lifetime.start_time(trainer))],
-                                         lambda pid: _end_builds(f"the trainer (pid {pid}) is gone"),
-                                         parent=trainer)
+    process_lifetime.follow_parent(trainer, _end_builds)
     for raw in sys.stdin.buffer:
         parsed = parse_line(raw.decode("ascii", "replace"))
         if parsed == [EXIT_LINE]:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, NoReturn, Optional, Sequence, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +187,40 @@ def watch_processes(
     thread = threading.Thread(target=run, name="mlagents-plugins-parent-watch", daemon=True)
     thread.start()
     return thread
+
+
+def end_processes_and_exit(message: str, pids: List[int], grace_s: float, status: int) -> NoReturn:
+    """Say ``message`` on stderr, end ``pids`` (SIGTERM to each process or group, SIGKILL after ``grace_s``) and exit
+    with ``status`` without running any exit handler: whoever would read this process's pipes or queues is gone,
+    and a queue's feeder thread could block a normal exit forever."""
+    try:
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    terminate_processes(pids, grace_s=grace_s)
+    os._exit(status)
+
+
+def follow_parent(parent: int, stop: Callable[[str], Any], use_death_signal: bool = True) -> str:
+    """Call ``stop(reason)`` (which ends this process) when ``parent`` dies or this process gets SIGTERM; returns the
+    mechanism used: ``"pdeathsig"`` (Linux tells us) or ``"watchdog"`` (a thread polls the parent)."""
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        gone = not process_alive(parent) or os.getppid() != parent
+        stop(f"the trainer (pid {parent}) is gone" if gone else "terminated (SIGTERM)")
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    if use_death_signal and set_parent_death_signal(signal.SIGTERM):
+        if os.getppid() != parent:  # the parent died before the kernel knew to tell us
+            stop(f"the trainer (pid {parent}) is gone")
+        return "pdeathsig"
+    # Watch the pid itself too: Windows does not reparent orphans, so there only the pid tells.
+    watch_processes([(parent, start_time(parent))], lambda pid: stop(f"the trainer (pid {pid}) is gone"),
+                    parent=parent)
+    if not process_alive(parent):
+        stop(f"the trainer (pid {parent}) is gone")
+    return "watchdog"
 
 
 def trainer_from_environment() -> Optional[Tuple[int, Optional[int]]]:

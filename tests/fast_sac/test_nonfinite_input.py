@@ -3,10 +3,10 @@ the chunk is dropped with a warning naming what was non-finite; finite chunks ar
 import numpy as np
 import pytest
 from helpers import make_trainer
-from tests.builders import behavior_spec, trajectory
+from tests.builders import NONFINITE_PLACES, behavior_spec, make_nonfinite, trajectory
 
 
-@pytest.mark.parametrize("where", ["obs", "reward", "next_obs"])
+@pytest.mark.parametrize("where", NONFINITE_PLACES)
 def test_nonfinite_chunk_is_dropped_with_a_warning(tmp_path, caplog, where):
     spec = behavior_spec()
     trainer = make_trainer(spec, tmp_path, buffer_init_steps=10 ** 6, normalize=True)
@@ -15,18 +15,10 @@ def test_nonfinite_chunk_is_dropped_with_a_warning(tmp_path, caplog, where):
     size = trainer.replay.size
     mean_before = trainer.policy.actor.network_body.observation_encoder.processors[0].normalizer.running_mean.clone()
     bad = trajectory(spec, 9, rng)
-    if where == "obs":
-        bad.steps[4].obs[0][1] = np.nan
-        expected = "observation 0 holds"
-    elif where == "reward":
-        bad.steps[2] = bad.steps[2]._replace(reward=float("inf"))
-        expected = "reward holds"
-    else:
-        bad.next_obs[0][0] = np.nan
-        expected = "observation 0 (after the last step) holds"
+    expected = make_nonfinite(bad, where)
     with caplog.at_level("WARNING"):
         trainer._process_trajectory(bad)
-    assert trainer.replay.size == size and trainer.dropped_nonfinite == 1
+    assert trainer.replay.size == size and trainer.nonfinite.dropped == 1
     assert expected in caplog.text and "NaN or infinite" in caplog.text
     normalizer = trainer.policy.actor.network_body.observation_encoder.processors[0].normalizer
     assert np.isfinite(normalizer.running_mean.numpy()).all()

@@ -6,10 +6,11 @@ import pytest
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 
 from mlagents_plugins.impala.trainer import STAT_DROPPED_NONFINITE, ImpalaTrainer
+from tests.builders import NONFINITE_PLACES, make_nonfinite
 from tests.impala.helpers import impala_spec, make_trajectory, trainer_settings
 
 
-@pytest.mark.parametrize("where", ["obs", "reward", "next_obs"])
+@pytest.mark.parametrize("where", NONFINITE_PLACES)
 def test_nonfinite_chunk_is_dropped_with_a_warning_and_a_count(tmp_path, caplog, where):
     spec = impala_spec(2)
     settings = trainer_settings(batch_size=64, buffer_size=1024)
@@ -23,18 +24,10 @@ def test_nonfinite_chunk_is_dropped_with_a_warning_and_a_count(tmp_path, caplog,
     normalizer = trainer.policy.actor.network_body.observation_encoder.processors[0].normalizer
     mean_before = normalizer.running_mean.clone()
     bad = make_trajectory(9, spec, False, False, rng)
-    if where == "obs":
-        bad.steps[4].obs[0][1] = np.nan
-        expected = "observation 0 holds"
-    elif where == "reward":
-        bad.steps[2] = bad.steps[2]._replace(reward=float("inf"))
-        expected = "reward holds"
-    else:
-        bad.next_obs[0][0] = np.inf
-        expected = "observation 0 (after the last step) holds"
+    expected = make_nonfinite(bad, where)
     with caplog.at_level("WARNING"):
         trainer._process_trajectory(bad)
-    assert trainer.piece_queue.steps == steps and trainer.dropped_nonfinite == 1
+    assert trainer.piece_queue.steps == steps and trainer.nonfinite.dropped == 1
     assert expected in caplog.text and "NaN or infinite" in caplog.text and "1 chunk(s) dropped" in caplog.text
     assert (normalizer.running_mean == mean_before).all()
     assert trainer._stats_reporter.get_stats_summaries(STAT_DROPPED_NONFINITE).full_dist == [1.0]
