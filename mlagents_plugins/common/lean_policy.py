@@ -89,13 +89,14 @@ class LeanPolicy(TorchPolicy):
             start += int(size)
         self._mask_width = start
 
-    def _allow_mask(self, decision_requests: DecisionSteps, n: int) -> Optional[torch.Tensor]:
-        """``[N, sum(branches)]`` float 1 = allowed, as ``TorchPolicy._extract_masks`` (None without branches)."""
+    def _allow_mask(self, decision_requests: DecisionSteps, n: int, device: torch.device) -> Optional[torch.Tensor]:
+        """``[N, sum(branches)]`` float 1 = allowed on ``device``, as ``TorchPolicy._extract_masks`` (None without
+        branches)."""
         if not self._branch_slices:
             return None
         if decision_requests.action_mask is None:
-            return torch.ones(n, self._mask_width, device=self._device())
-        return torch.as_tensor(1 - np.concatenate(decision_requests.action_mask, axis=1), device=self._device())
+            return torch.ones(n, self._mask_width, device=device)
+        return torch.as_tensor(1 - np.concatenate(decision_requests.action_mask, axis=1), device=device)
 
     def _device(self) -> torch.device:
         """Where the actor's parameters are (``--torch-device``): the observations go there, the actions come back."""
@@ -135,7 +136,7 @@ class LeanPolicy(TorchPolicy):
                 entropies.append(gaussian_entropy(std))
             cat = model._discrete_distribution
             if cat is not None:
-                mask = self._allow_mask(decision_requests, n)
+                mask = self._allow_mask(decision_requests, n, device)
                 picks, lps = [], []
                 for (lo, hi), branch in zip(self._branch_slices, cat.branches):
                     allow = mask[:, lo:hi]
