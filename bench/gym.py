@@ -602,6 +602,10 @@ def record_kind(record: Dict[str, Any]) -> str:
     return record.get("machine_kind") or NOT_RECORDED
 
 
+#: the words a record's ``machine_kind`` carries when its machine was shared and its seconds are not comparable
+NOT_COMPARABLE = "not comparable"
+
+
 def kind_counts(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
     """Finished records per machine kind, in first-seen order."""
     counts: Dict[str, int] = {}
@@ -613,8 +617,9 @@ def kind_counts(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
 
 def speed_kind(records: Sequence[Dict[str, Any]], wanted: Optional[str] = None) -> Optional[str]:
     """The machine kind whose records give the cost columns (env steps / CPU s, wall s, CPU s): the one containing
-    ``wanted`` (case-insensitive), else the kind of most finished records (the first seen among equals); None
-    without finished records.  Returns are taken from every kind; seconds from one, since a CPU second of one kind
+    ``wanted`` (case-insensitive), else the kind of most finished records (the first seen among equals), a kind
+    marked ``NOT_COMPARABLE`` (a machine shared with other jobs) only when no other kind has records; None without
+    finished records.  Returns are taken from every kind; seconds from one, since a CPU second of one kind
     of machine is not one of another.  ValueError when ``wanted`` matches no kind or several."""
     counts = kind_counts(records)
     if wanted:
@@ -623,7 +628,8 @@ def speed_kind(records: Sequence[Dict[str, Any]], wanted: Optional[str] = None) 
             raise ValueError(f"--speed-kind {wanted!r} matches {len(matches)} of the records' machine kinds; "
                              f"allowed: a part of exactly one of {', '.join(repr(k) for k in counts) or 'none'}")
         return matches[0]
-    return max(counts, key=lambda k: counts[k]) if counts else None
+    clean = {k: n for k, n in counts.items() if NOT_COMPARABLE not in k} or counts
+    return max(clean, key=lambda k: clean[k]) if clean else None
 
 
 def kinds_note(records: Sequence[Dict[str, Any]], kind: Optional[str]) -> str:

@@ -434,3 +434,12 @@ def test_report_of_records_from_two_machine_kinds_takes_costs_from_one(tmp_path,
     _write_records(out, [r for r in _field_records() if r["machine_kind"] == EPYC])
     assert bench_gym.main(["--report-only", "--out", str(out)]) == 0
     assert f"Machine kind: {EPYC}." in (out / "REPORT.md").read_text()
+
+
+def test_speed_kind_passes_over_a_kind_marked_not_comparable_unless_it_is_the_only_one():
+    shared = XEON + ", shared (load 4-8: CPU seconds not comparable)"
+    records = [_stamped("sb3_sac", s, 5000.0, 40.0, kind=shared) for s in (0, 1)] + [_stamped("fast_sac", 0, 4500.0, 60.0)]
+    # the shared kind has more records, yet the clean kind gives the seconds
+    assert bench_gym.speed_kind(records) == EPYC
+    assert bench_gym.speed_kind(records[:2]) == shared
+    assert bench_gym.speed_kind(records, "load 4-8") == shared
