@@ -8,6 +8,8 @@ fixed batch per trainer, ``bench.speed.common.time_interleaved`` on the thread's
 interleaved blocks).  ``default`` is the set ``CompiledStep`` uses (``compiled_step.WHOLE_STEP_OPTIONS``);
 ``inductor`` (Inductor's defaults) is the reference of the ratios.  A set named twice (``inductor inductor``) gets
 a second trainer: the spread between the two is the noise of the machine and of the trainers' memory.
+``--one-trainer``: one trainer, each set's whole step compiled over its tensors and the sets alternating on them,
+which takes the trainers' memory placement out of the comparison.
 
     python -m bench speed compile-options --sets inductor default cpp_wrapper fallback_random inductor [--json]
 """
@@ -37,6 +39,12 @@ SETS: Dict[str, Dict[str, Any]] = {
 }
 
 
+def _step(trainer: Any, batch: Any, whole: Any) -> None:
+    """One optimizer step of ``trainer`` on ``batch`` through the compiled whole step ``whole``."""
+    trainer.optimizer.head.loss_step._whole = whole
+    trainer.optimizer.update(batch)
+
+
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     from mlagents_plugins.common import compiled_step
 
@@ -49,6 +57,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--warmup", type=int, default=8, help="updates per trainer first (the compile)")
     p.add_argument("--updates", type=int, default=400, help="timed steps per set (in --blocks blocks)")
     p.add_argument("--blocks", type=int, default=10)
+    p.add_argument("--one-trainer", action="store_true",
+                   help="one trainer for all sets: each set's whole step compiled over its tensors, the sets "
+                        "alternating on them (no difference of memory placement between trainers)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     import torch
@@ -60,29 +71,38 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     steps, compile_s, labels = {}, {}, []
     previous = os.environ.get("MLAGENTS_PLUGINS_PY_WRAPPER")
     with tempfile.TemporaryDirectory() as tmp:
+        shared = None  # --one-trainer: (trainer, batch)
         for i, name in enumerate(args.sets):
             label = name if name not in args.sets[:i] else f"{name} ({args.sets[:i].count(name) + 1})"
             labels.append(label)
-            torch.manual_seed(0)
-            os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = "1"  # the whole step at Inductor's defaults, patched below
-            try:
-                trainer, spec = common.make_trainer("fast_sac", os.path.join(tmp, str(i)), sizes=sizes)
-            finally:
-                if previous is None:
-                    os.environ.pop("MLAGENTS_PLUGINS_PY_WRAPPER", None)
-                else:
-                    os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = previous
-            common.fill(trainer, spec, args.rows, np.random.default_rng(0))
+            if shared is None:
+                torch.manual_seed(0)
+                os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = "1"  # the whole step at Inductor's defaults, patched below
+                try:
+                    trainer, spec = common.make_trainer("fast_sac", os.path.join(tmp, str(i)), sizes=sizes)
+                finally:
+                    if previous is None:
+                        os.environ.pop("MLAGENTS_PLUGINS_PY_WRAPPER", None)
+                    else:
+                        os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = previous
+                common.fill(trainer, spec, args.rows, np.random.default_rng(0))
+                batch = None
+            step = trainer.optimizer.head.loss_step
             t0 = time.thread_time()
+            if args.one_trainer and shared is not None:
+                # This set's own compiled whole step over the same trainer's tensors (its own code object).
+                step._whole = step._compile_whole()
             with torch._inductor.config.patch(sets[name]):
                 for _ in range(args.warmup):
                     trainer.update_once()
-            step = trainer.optimizer.head.loss_step
             if step.whole_mode != "on":
                 raise RuntimeError(f"{label}: whole step {step.whole_mode} ({step.whole_error})")
             compile_s[label] = round(time.thread_time() - t0, 1)
-            batch = trainer.sample_batch()
-            steps[label] = (lambda tr, b: (lambda: tr.optimizer.update(b)))(trainer, batch)
+            if batch is None:
+                batch = trainer.sample_batch()
+            if args.one_trainer:
+                shared = (trainer, batch)
+            steps[label] = (lambda tr, b, whole: (lambda: _step(tr, b, whole)))(trainer, batch, step._whole)
         ms = common.time_interleaved(steps, args.updates, warmup=5, blocks=args.blocks, clock=time.thread_time)
     reference = ms.get("inductor", next(iter(ms.values())))
     out = {"sizes": sizes, "threads": 1, "sets": {k: sets[k.split(" (")[0]] for k in ms},

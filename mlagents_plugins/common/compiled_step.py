@@ -36,8 +36,8 @@ on GPUs before, is used.
 update at 2x256 on one CPU thread.  So the whole step is compiled with Inductor's ``cpp_wrapper`` (the same
 kernels, called from generated C++) and ``fallback_random`` (the actor's noise drawn by ATen's generator, as
 eagerly, instead of Inductor's per-element Philox, which filled whole 16-lane vectors for 2-6 actions): 0.89x the
-update's CPU (bench/results/fast-sac-update-overhead-2026-11-29).  The C++ wrapper adds about 25 s of CPU to a
-cold compile (cached like the rest).  It is a kernel switch (``patches.KERNEL_SWITCHES``, ``whole_step_cpp``):
+update's CPU (bench/results/fast-sac-update-overhead-2026-11-29).  A cold compile took about as long with the C++
+wrapper as without it (77 and 78 s on a shared core there), and is cached like the rest.  It is a kernel switch (``patches.KERNEL_SWITCHES``, ``whole_step_cpp``):
 ``MLAGENTS_PLUGINS_PY_WRAPPER=1`` keeps Inductor's defaults; a torch whose Inductor lacks the options, or a
 compile with them that fails, falls back to the defaults (with a warning) before giving up the whole step.
 
