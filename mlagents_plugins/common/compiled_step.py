@@ -32,12 +32,13 @@ Inductor's Triton kernel launcher, which no fallback can catch (docs/gpu.md); th
 on GPUs before, is used.
 
 **C++ wrapper.**  Inductor drives a graph's kernels from a generated Python function; for the whole step (about
-80 kernel and matrix-product calls, 100-odd inputs) that function and its size checks cost about a fifth of a SAC
-update at 2x256 on one CPU thread.  So the whole step is compiled with Inductor's ``cpp_wrapper`` (the same
+80 kernel and matrix-product calls, 100-odd inputs) the call beyond its kernels (that function, its size checks,
+Dynamo's and AOTAutograd's wrappers) costs about a fifth of a SAC update at 2x256 on one CPU thread.  So the whole step is compiled with Inductor's ``cpp_wrapper`` (the same
 kernels, called from generated C++) and ``fallback_random`` (the actor's noise drawn by ATen's generator, as
-eagerly, instead of Inductor's per-element Philox, which filled whole 16-lane vectors for 2-6 actions): 0.89x the
-update's CPU (bench/results/fast-sac-update-overhead-2026-11-29).  A cold compile took about as long with the C++
-wrapper as without it (77 and 78 s on a shared core there), and is cached like the rest.  It is a kernel switch (``patches.KERNEL_SWITCHES``, ``whole_step_cpp``):
+eagerly, instead of Inductor's per-element Philox, which filled whole 16-lane vectors for 2-6 actions): 0.87-0.95x
+the update's CPU (bench/results/fast-sac-update-overhead-2026-11-29).  A cold compile took about as long with
+the C++ wrapper as without it (77 and 78 s on a shared core there), and is cached like the rest.  It is a kernel
+switch (``patches.KERNEL_SWITCHES``, ``whole_step_cpp``):
 ``MLAGENTS_PLUGINS_PY_WRAPPER=1`` keeps Inductor's defaults; a torch whose Inductor lacks the options, or a
 compile with them that fails, falls back to the defaults (with a warning) before giving up the whole step.
 
