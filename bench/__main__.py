@@ -18,7 +18,7 @@ COMMANDS: Tuple[Tuple[str, str, str, str], ...] = (
      "(make bench-defaults)"),
     ("speed", "bench.speed", "main",
      "update speed against minimal loops and built-ins, mlagents-learn env steps/s, protobuf stacks, replay "
-     "save/load (modes: all, update, learn, proto, camera, gpu, gemm-floor)"),
+     "save/load (modes: all, update, learn, proto, camera, gpu, gemm-floor, compile-options)"),
     ("profile", "bench.profiling", "main",
      "CPU seconds per 1k env steps of a whole mlagents-learn run by phase, every trainer against sac and "
      "the no-network floor (make bench-profile)"),

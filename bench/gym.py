@@ -1026,7 +1026,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     from mlagents_plugins.envs.standin import write_gym_build
 
-    args.builds = os.path.join(args.out, "builds")
+    # Absolute: each mlagents-learn child runs in its own work folder, where a relative --out would not resolve.
+    args.builds = os.path.abspath(os.path.join(args.out, "builds"))
     for env_id in args.tasks:
         write_gym_build(args.builds, env_id)
     skip = done_keys(resume.read_records(args.out)[0]) if args.resume else set()

@@ -102,7 +102,7 @@ def test_fast_sac_whole_steps_match_the_two_graph_path(tmp_path, monkeypatch, sp
         opt = trainer.optimizer
         step = opt.head.loss_step
         assert opt.head.matmul_kernels.decided
-        assert step.whole_mode == "pending"
+        assert step.whole_mode == "pending" and step.whole_options == compiled_step.whole_step_options()
         batches = [trainer.sample_batch() for _ in range(4)]
         torch.manual_seed(0)
         opt.update(batches[0])  # the first step runs eagerly and creates Adam's state
@@ -205,11 +205,73 @@ def test_failed_whole_step_warns_and_the_step_is_taken_once_on_the_two_graph_pat
         raise RuntimeError("InductorError: no C++ compiler")
 
     step._whole = broken
+    step.whole_options = {}  # already without Inductor options (with them it retries without first: below)
     with caplog.at_level(logging.WARNING, logger=compiled_step.logger.name):
         step.gradient_step([opt], 0.05, x)
     assert step.whole_mode == "failed" and "no C++ compiler" in step.whole_error and step._whole is None
     assert float(opt.state[w]["step"]) == 2.0  # the failed attempt did not step; the fallback stepped once
     assert sum("demo update" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING) == 1
+
+
+def test_whole_step_options_follow_their_kernel_switch(monkeypatch):
+    """The whole step is compiled with ``WHOLE_STEP_OPTIONS`` (C++ wrapper, ATen's random draws) unless
+    ``MLAGENTS_PLUGINS_PY_WRAPPER=1`` or another mlagents version; the loss-only graph never gets them."""
+    from mlagents_plugins.host import patches
+
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    monkeypatch.delenv("MLAGENTS_PLUGINS_PY_WRAPPER", raising=False)
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: calls.append(kw) or fn)
+    _, fn = _quadratic()
+    step = CompiledStep(fn, True, "x")
+    assert compiled_step.whole_step_options() == {"cpp_wrapper": True, "fallback_random": True}
+    assert step.whole_options == {"cpp_wrapper": True, "fallback_random": True}
+    assert "options" not in calls[0] and calls[1]["options"] == step.whole_options and calls[1]["fullgraph"]
+    monkeypatch.setenv("MLAGENTS_PLUGINS_PY_WRAPPER", "1")
+    calls.clear()
+    step = CompiledStep(fn, True, "x")
+    assert step.whole_options == {} and "options" not in calls[1] and calls[1]["fullgraph"]
+    monkeypatch.delenv("MLAGENTS_PLUGINS_PY_WRAPPER")
+    monkeypatch.setattr(patches, "mlagents_version", lambda: "0.0.0")
+    assert compiled_step.whole_step_options() == {}
+
+
+def test_whole_step_failing_with_its_options_is_compiled_without_them(monkeypatch, caplog):
+    """A compile with the Inductor options that fails (a C++ wrapper that does not build) warns once and compiles
+    the whole step with Inductor's defaults; the steps equal plain eager Adam's."""
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    monkeypatch.delenv("MLAGENTS_PLUGINS_PY_WRAPPER", raising=False)
+    real_compile = torch.compile
+    tried = []
+
+    def compile_failing_with_options(fn, **kw):
+        if "options" not in kw:
+            return real_compile(fn, **kw)
+
+        def fails(*args):
+            tried.append(kw["options"])
+            raise RuntimeError("CppCompileError: cpp_wrapper build failed")
+
+        return fails
+
+    monkeypatch.setattr(torch, "compile", compile_failing_with_options)
+    w, fn = _quadratic()
+    w_ref, fn_ref = _quadratic()
+    opt, opt_ref = torch.optim.Adam([w], lr=0.05), torch.optim.Adam([w_ref], lr=0.05)
+    step = CompiledStep(fn, True, "demo update")
+    assert step.whole_options
+    x = torch.tensor([0.5, 2.0, -1.0])
+    with caplog.at_level(logging.WARNING, logger=compiled_step.logger.name):
+        for _ in range(3):
+            step.gradient_step([opt], 0.05, x)
+            opt_ref.zero_grad()
+            fn_ref(x)[0].backward()
+            opt_ref.step()
+    assert len(tried) == 1 and step.whole_options == {} and step.whole_mode == "on", step.whole_error
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "without them" in warnings[0] and "cpp_wrapper build failed" in warnings[0]
+    torch.testing.assert_close(w.detach(), w_ref.detach(), rtol=1e-6, atol=1e-6)
+    assert float(opt.state[w]["step"]) == 3.0
 
 
 def test_environment_switch_and_before_step_keep_the_two_graph_path(monkeypatch):

@@ -18,6 +18,8 @@ Modes (each has ``--help``):
   ``--tiny --device cpu`` checks it on a CPU.
 * ``gemm-floor`` (``bench/speed/gemm_floor.py``): fast_sac's full update against the same matrix products alone
   (shapes profiled from the update, replayed with ``torch.mm`` at the same thread count and matmul precision).
+* ``compile-options`` (``bench/speed/compile_options.py``): fast_sac's compiled whole step under sets of Inductor
+  options (the C++ wrapper, ATen's random draws, ...), one trainer per set in one process, timed interleaved.
 
 ``bench/speed/common.py`` holds their shared timing and trainer-building code.  Where the CPU of a whole
 ``mlagents-learn`` run goes, phase by phase, is ``python -m bench profile``.
@@ -29,7 +31,8 @@ import sys
 from typing import List, Optional
 
 MODES = {"update": "bench.speed.update", "learn": "bench.speed.learn", "proto": "bench.speed.proto",
-         "camera": "bench.speed.camera", "gpu": "bench.speed.gpu", "gemm-floor": "bench.speed.gemm_floor"}
+         "camera": "bench.speed.camera", "gpu": "bench.speed.gpu", "gemm-floor": "bench.speed.gemm_floor",
+         "compile-options": "bench.speed.compile_options"}
 
 
 def _all(argv: List[str]) -> int:

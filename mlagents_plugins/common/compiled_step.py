@@ -31,6 +31,17 @@ on CUDA (torch 2.11, an H100) muzero_repr's whole-step graph crashed the process
 Inductor's Triton kernel launcher, which no fallback can catch (docs/gpu.md); there the loss-only graph, checked
 on GPUs before, is used.
 
+**C++ wrapper.**  Inductor drives a graph's kernels from a generated Python function; for the whole step (about
+80 kernel and matrix-product calls, 100-odd inputs) the call beyond its kernels (that function, its size checks,
+Dynamo's and AOTAutograd's wrappers) costs about a fifth of a SAC update at 2x256 on one CPU thread.  So the whole step is compiled with Inductor's ``cpp_wrapper`` (the same
+kernels, called from generated C++) and ``fallback_random`` (the actor's noise drawn by ATen's generator, as
+eagerly, instead of Inductor's per-element Philox, which filled whole 16-lane vectors for 2-6 actions): 0.87-0.95x
+the update's CPU (bench/results/fast-sac-update-overhead-2026-11-29).  A cold compile took about as long with
+the C++ wrapper as without it (77 and 78 s on a shared core there), and is cached like the rest.  It is a kernel
+switch (``patches.KERNEL_SWITCHES``, ``whole_step_cpp``):
+``MLAGENTS_PLUGINS_PY_WRAPPER=1`` keeps Inductor's defaults; a torch whose Inductor lacks the options, or a
+compile with them that fails, falls back to the defaults (with a warning) before giving up the whole step.
+
 **Cache.**  The compiled graphs are cached per machine kind under the user's cache folder (``compile_cache``), so
 only the first run on a machine pays the whole compile.
 
@@ -41,7 +52,7 @@ import itertools
 import os
 import time
 import types
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mlagents.torch_utils import torch
 from mlagents_envs.logging_util import get_logger
@@ -93,6 +104,26 @@ def compile_allowed_by_env() -> bool:
 def whole_step_allowed_by_env() -> bool:
     """False when ``MLAGENTS_PLUGINS_WHOLE_STEP`` is set to 0/false/no/off."""
     return _env_on(WHOLE_STEP_SWITCH)
+
+
+#: Inductor options of the whole step (module docstring, "C++ wrapper"): generated C++ drives the kernels, and the
+#: random draws are ATen's (so a seed gives the eager step's draws).
+WHOLE_STEP_OPTIONS: Dict[str, Any] = {"cpp_wrapper": True, "fallback_random": True}
+
+
+def whole_step_options() -> Dict[str, Any]:
+    """The Inductor options the whole step is compiled with: ``WHOLE_STEP_OPTIONS`` where the kernel switch
+    ``whole_step_cpp`` is allowed (``MLAGENTS_PLUGINS_PY_WRAPPER`` unset, mlagents 1.1.0), those this torch's
+    Inductor knows; ``{}`` (Inductor's defaults) otherwise."""
+    from mlagents_plugins.host import patches
+
+    if not patches.allowed("whole_step_cpp"):
+        return {}
+    try:
+        import torch._inductor.config as inductor_config
+    except Exception:  # no Inductor in this torch build: nothing compiles anyway
+        return {}
+    return {k: v for k, v in WHOLE_STEP_OPTIONS.items() if hasattr(inductor_config, k)}
 
 
 def _plain_adam(opt: Any) -> bool:
@@ -194,8 +225,11 @@ class CompiledStep:
         self.mode = "compiled" if self._compiled is not None else "eager"
         # Whole-step graph (``gradient_step``): None when off; ``whole_mode`` says which path the last step took.
         self._whole: Optional[Callable[..., Any]] = None
+        # Inductor options of the whole step (``whole_step_options``); emptied if compiling with them fails.
+        self.whole_options: Dict[str, Any] = {}
         if self._compiled is not None and whole_step_allowed_by_env() and _TRACE_AUTOGRAD_OK:
-            self._whole = torch.compile(_own_code(self._whole_step), dynamic=False, fullgraph=True)
+            self.whole_options = whole_step_options()
+            self._whole = self._compile_whole()
         self.whole_mode = "off" if self._whole is None else "pending"
         self.whole_error: Optional[str] = None
         self._lr = torch.zeros((), dtype=torch.float32)
@@ -296,6 +330,11 @@ class CompiledStep:
             opt.step()
         return result
 
+    def _compile_whole(self) -> Callable[..., Any]:
+        """``_whole_step`` through ``torch.compile`` as one graph, with ``whole_options`` when there are any."""
+        extra = {"options": dict(self.whole_options)} if self.whole_options else {}
+        return torch.compile(_own_code(self._whole_step), dynamic=False, fullgraph=True, **extra)
+
     def _whole_step(
         self,
         lr: torch.Tensor,
@@ -350,6 +389,14 @@ class CompiledStep:
             with torch._dynamo.config.patch(trace_autograd_ops=True):
                 result = self._whole(self._lr, params, exp_avg, exp_avg_sq, step, tuple(hyper), max_grad_norm, *args)
         except Exception as exc:  # compile or tracing failure: the two-graph path for the rest of the run
+            if self.whole_options:  # first without the options (a C++ wrapper that does not build, ...)
+                logger.warning(
+                    "%s: compiling the whole step with Inductor options %s failed (%s); compiling it without them.",
+                    self.name, sorted(self.whole_options), f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
+                )
+                self.whole_options = {}
+                self._whole = self._compile_whole()
+                return self._try_whole(optimizers, lr, max_grad_norm, args)
             self._whole = None
             self.whole_mode = "failed"
             self.whole_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
