@@ -30,6 +30,7 @@ The agent never sees its coordinates, only the goal - through each of its observ
   zeros, which ML-Agents' attention masks out.
 """
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple, Type
@@ -391,10 +392,11 @@ def train_case(case: TinyCase, trainer_type: str, seed: int, output_dir: str, nu
 
 def main(argv=None) -> None:
     """``python -m mlagents_plugins.envs.tiny --trainers sac fast_sac --seeds 0 1 2 [--cases GLOB ...] [--jobs N]
-    [--out runs.jsonl] [--set key=json ...]``: train every (case, trainer, seed) and print one JSON line per run
-    (final return, threshold, passed, steps to the threshold, seconds).  ``--set`` changes a hyperparameter of
-    every run, or with ``network_settings.`` before the key a network setting (``network_settings.memory=null``), for
-    diagnosis; the learning tests never do."""
+    [--out runs.jsonl] [--set key=json ...] [--max-steps N]``: train every (case, trainer, seed) and print one JSON
+    line per run (final return, threshold, passed, steps to the threshold, seconds).  ``--set`` changes a
+    hyperparameter of every run, or with ``network_settings.`` before the key a network setting
+    (``network_settings.memory=null``), and ``--max-steps`` every case's step budget (its summaries scale with it),
+    for diagnosis and for measuring a case's budget; the learning tests never do."""
     import argparse
     import fnmatch
     import json
@@ -407,13 +409,16 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default="", help="append the JSON lines to this file too")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", dest="overrides")
+    parser.add_argument("--max-steps", type=int, default=None, help="every case's step budget instead of its own")
     args = parser.parse_args(argv)
+    if args.max_steps is not None and args.max_steps < SUMMARIES:
+        parser.error(f"--max-steps {args.max_steps} is invalid; must be an integer >= {SUMMARIES} (one step a summary)")
     overrides = {}
     for item in args.overrides:
         key, _, value = item.partition("=")
         overrides[key] = json.loads(value)
     jobs = [
-        (case.name, trainer, seed, overrides)
+        (case.name, trainer, seed, overrides, args.max_steps)
         for trainer in args.trainers
         for case in cases_for(trainer)
         if any(fnmatch.fnmatch(case.name, pattern) for pattern in args.cases)
@@ -441,22 +446,27 @@ def _run_job(job) -> Dict[str, Any]:
 
     torch.set_num_threads(1)
     set_log_level(WARNING)
-    name, trainer, seed, overrides = job
+    # (case name, trainer, seed, overrides[, max_steps]): max_steps None or left out keeps the case's budget
+    name, trainer, seed, overrides = job[:4]
+    max_steps = job[4] if len(job) > 4 else None
     case = CASES[name]
     record: Dict[str, Any] = {"case": name, "trainer": trainer, "seed": seed, "threshold": case.threshold}
+    if max_steps is not None:
+        record["max_steps"] = int(max_steps)
+        case = dataclasses.replace(case, max_steps=int(max_steps))
     if overrides:
         record["set"] = overrides
         prefix = "network_settings."
         hyper = tuple((k, v) for k, v in overrides.items() if not k.startswith(prefix))
         network = tuple((k[len(prefix):], v) for k, v in overrides.items() if k.startswith(prefix))
-        case = TinyCase(case.name, case.task, case.builtin, case.max_steps, case.hyperparameters + hyper,
-                        case.network_settings + network, case.threshold)
+        case = dataclasses.replace(case, hyperparameters=case.hyperparameters + hyper,
+                                   network_settings=case.network_settings + network)
     start = time.time()
     try:
         with tempfile.TemporaryDirectory() as output_dir:
             result = train_case(case, trainer, seed, output_dir)
         reached = [step for step, value in result.reward_curve if value >= case.threshold]
-        record.update(final=round(result.final_mean_reward, 3), passed=result.final_mean_reward >= case.threshold,
+        record.update(steps=int(result.steps), final=round(result.final_mean_reward, 3), passed=result.final_mean_reward >= case.threshold,
                       first_step_at_threshold=reached[0] if reached else None,
                       curve=[round(value, 2) for _, value in result.reward_curve])
     except Exception as err:  # a refusal (TrainerConfigError) or a crash is a result too
