@@ -313,6 +313,8 @@ def _cases() -> Dict[str, TinyCase]:
     # budgets: the line and the cameras, the square, the hybrid square (sac: the public suite's 10k steps; built-in
     # sac is still short of the threshold at 2500, bench/results/tiny-regressions-2026-11-27)
     for builtin, few, more, hybrid_steps in (("sac", 1000, 2500, 10000), ("ppo", 3000, 8000, 8000)):
+        # the sac cases built-in sac failed at the first budget or threshold (SAC_ENTITY_STEPS, SAC_HYBRID_2C2D_THRESHOLD)
+        entity_steps, hybrid_threshold = (SAC_ENTITY_STEPS, SAC_HYBRID_2C2D_THRESHOLD) if builtin == "sac" else (few, 0.9)
         # what a user changes in the small config for pixels, entities and hybrid actions
         if builtin == "sac":
             small_batch = (("batch_size", 16), ("learning_rate", 3.0e-4))
@@ -328,15 +330,15 @@ def _cases() -> Dict[str, TinyCase]:
             ("square-continuous", TinyTask(2, 0, square), more, ()),
             ("square-discrete", TinyTask(0, 2, square), more, ()),
             ("hybrid-1c1d", TinyTask(1, 1, square), hybrid_steps, hybrid),
-            ("hybrid-2c2d", TinyTask(2, 2, square), hybrid_steps, hybrid),
+            ("hybrid-2c2d", TinyTask(2, 2, square), hybrid_steps, hybrid, hybrid_threshold),
             ("camera-continuous", TinyTask(1, 0, line, **camera), few, small_batch),
             ("two-cameras-discrete", TinyTask(0, 1, line, vector=False, cameras=2), few, small_batch),
             ("hybrid-camera", TinyTask(1, 1, line, **camera), more, hybrid_camera),
-            ("entities-continuous", TinyTask(1, 0, line, vector=False, entities=1), few, small_batch),
+            ("entities-continuous", TinyTask(1, 0, line, vector=False, entities=1), entity_steps, small_batch),
             ("two-entities-discrete", TinyTask(0, 1, line, vector=False, entities=2), few, small_batch),
         ]
-        for name, task, steps, hyper in cases:
-            out.append(TinyCase(f"{builtin}-{name}", task, builtin, steps, hyper))
+        for name, task, steps, hyper, *threshold in cases:
+            out.append(TinyCase(f"{builtin}-{name}", task, builtin, steps, hyper, threshold=(threshold or [0.9])[0]))
         for encoder, size in (("nature_cnn", 36), ("resnet", 20)):
             out.append(TinyCase(f"{builtin}-{encoder}", TinyTask(0, 1, square, image=(3, size, size), **camera),
                                 builtin, few, small_batch, (("vis_encode_type", encoder),)))
@@ -345,6 +347,17 @@ def _cases() -> Dict[str, TinyCase]:
     out += _memory_cases()
     return {case.name: case for case in out}
 
+
+#: Budgets and thresholds fixed where built-in sac failed its own case (issue 53: "where a built-in fails its own case,
+#: the case's budget or threshold is fixed first, from measurement"; bench/results/tiny-budgets-2026-11-29).
+#: sac-entities-continuous: at 1000 steps built-in sac ended at 0.358 / 1.000 / 0.999 (seeds 0-2; seed 0 first
+#: reached 0.9 in its last summary); at 2000 at 0.998 / 0.999 / 0.998, first at the threshold at 1200 / 600 / 600.
+SAC_ENTITY_STEPS = 2000
+#: sac-hybrid-2c2d: no budget up to 10000 steps gives built-in sac 0.9 on 3 of 3 seeds; at 10000 it ends at 0.942 /
+#: 0.634 / 0.915 (seed 1 reached 0.91 at 5000 and fell back; bench/results/tiny-regressions-2026-11-27, e703364, whose
+#: fast_sac runs today's code repeats exactly).  0.6 passes it on 3 of 3 and still fails a policy that ends one of the
+#: four coordinates at the wrong end in every episode (return 0.495), or two of them for one of the two goals (0.495).
+SAC_HYBRID_2C2D_THRESHOLD = 0.6
 
 #: the cue of the memory cases is seen at the first MEMORY_CUE_STEPS of the line's 5 decisions
 MEMORY_CUE_STEPS = 2
