@@ -19,7 +19,8 @@ DEMO_PORT ?= 5105
 PYTEST_ARGS ?=
 # pytest-xdist workers of `make test`: one per core this process may use (nproc follows the CPU affinity), at most 4;
 # 0 on one core (no worker processes).  Tests that share a fixed resource (the Editor port 5004) carry one
-# xdist_group and run on one worker (--dist loadgroup).
+# xdist_group and run on one worker (--dist loadgroup).  --durations=30: every log ends with the 30 slowest tests
+# (setup, call and teardown separately), the ones to move to `slow` when the default run grows.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ "$$n" -gt 4 ]; then n=4; fi; \
 	if [ "$$n" -lt 2 ]; then n=0; fi; echo $$n)
 
@@ -37,7 +38,7 @@ demo: builds
 	$(PY) scripts/check_run.py results/$(DEMO_RUN_ID) Balance --scene balance
 
 test: setup
-	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow $(PYTEST_ARGS)

@@ -30,6 +30,7 @@ The agent never sees its coordinates, only the goal - through each of its observ
   zeros, which ML-Agents' attention masks out.
 """
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Tuple, Type
@@ -312,6 +313,8 @@ def _cases() -> Dict[str, TinyCase]:
     # budgets: the line and the cameras, the square, the hybrid square (sac: the public suite's 10k steps; built-in
     # sac is still short of the threshold at 2500, bench/results/tiny-regressions-2026-11-27)
     for builtin, few, more, hybrid_steps in (("sac", 1000, 2500, 10000), ("ppo", 3000, 8000, 8000)):
+        # the sac cases built-in sac failed at the first budget or threshold (SAC_ENTITY_STEPS, SAC_HYBRID_2C2D_THRESHOLD)
+        entity_steps, hybrid_threshold = (SAC_ENTITY_STEPS, SAC_HYBRID_2C2D_THRESHOLD) if builtin == "sac" else (few, 0.9)
         # what a user changes in the small config for pixels, entities and hybrid actions
         if builtin == "sac":
             small_batch = (("batch_size", 16), ("learning_rate", 3.0e-4))
@@ -327,15 +330,15 @@ def _cases() -> Dict[str, TinyCase]:
             ("square-continuous", TinyTask(2, 0, square), more, ()),
             ("square-discrete", TinyTask(0, 2, square), more, ()),
             ("hybrid-1c1d", TinyTask(1, 1, square), hybrid_steps, hybrid),
-            ("hybrid-2c2d", TinyTask(2, 2, square), hybrid_steps, hybrid),
+            ("hybrid-2c2d", TinyTask(2, 2, square), hybrid_steps, hybrid, hybrid_threshold),
             ("camera-continuous", TinyTask(1, 0, line, **camera), few, small_batch),
             ("two-cameras-discrete", TinyTask(0, 1, line, vector=False, cameras=2), few, small_batch),
             ("hybrid-camera", TinyTask(1, 1, line, **camera), more, hybrid_camera),
-            ("entities-continuous", TinyTask(1, 0, line, vector=False, entities=1), few, small_batch),
+            ("entities-continuous", TinyTask(1, 0, line, vector=False, entities=1), entity_steps, small_batch),
             ("two-entities-discrete", TinyTask(0, 1, line, vector=False, entities=2), few, small_batch),
         ]
-        for name, task, steps, hyper in cases:
-            out.append(TinyCase(f"{builtin}-{name}", task, builtin, steps, hyper))
+        for name, task, steps, hyper, *threshold in cases:
+            out.append(TinyCase(f"{builtin}-{name}", task, builtin, steps, hyper, threshold=(threshold or [0.9])[0]))
         for encoder, size in (("nature_cnn", 36), ("resnet", 20)):
             out.append(TinyCase(f"{builtin}-{encoder}", TinyTask(0, 1, square, image=(3, size, size), **camera),
                                 builtin, few, small_batch, (("vis_encode_type", encoder),)))
@@ -344,6 +347,17 @@ def _cases() -> Dict[str, TinyCase]:
     out += _memory_cases()
     return {case.name: case for case in out}
 
+
+#: Budgets and thresholds fixed where built-in sac failed its own case (issue 53: "where a built-in fails its own case,
+#: the case's budget or threshold is fixed first, from measurement"; bench/results/tiny-budgets-2026-11-29).
+#: sac-entities-continuous: at 1000 steps built-in sac ended at 0.358 / 1.000 / 0.999 (seeds 0-2; seed 0 first
+#: reached 0.9 in its last summary); at 2000 at 0.998 / 0.999 / 0.998, first at the threshold at 1200 / 600 / 600.
+SAC_ENTITY_STEPS = 2000
+#: sac-hybrid-2c2d: no budget up to 10000 steps gives built-in sac 0.9 on 3 of 3 seeds; at 10000 it ends at 0.942 /
+#: 0.634 / 0.915 (seed 1 reached 0.91 at 5000 and fell back; bench/results/tiny-regressions-2026-11-27, e703364, whose
+#: fast_sac runs today's code repeats exactly).  0.6 passes it on 3 of 3 and still fails a policy that ends one of the
+#: four coordinates at the wrong end in every episode (return 0.495), or two of them for one of the two goals (0.495).
+SAC_HYBRID_2C2D_THRESHOLD = 0.6
 
 #: the cue of the memory cases is seen at the first MEMORY_CUE_STEPS of the line's 5 decisions
 MEMORY_CUE_STEPS = 2
@@ -391,10 +405,11 @@ def train_case(case: TinyCase, trainer_type: str, seed: int, output_dir: str, nu
 
 def main(argv=None) -> None:
     """``python -m mlagents_plugins.envs.tiny --trainers sac fast_sac --seeds 0 1 2 [--cases GLOB ...] [--jobs N]
-    [--out runs.jsonl] [--set key=json ...]``: train every (case, trainer, seed) and print one JSON line per run
-    (final return, threshold, passed, steps to the threshold, seconds).  ``--set`` changes a hyperparameter of
-    every run, or with ``network_settings.`` before the key a network setting (``network_settings.memory=null``), for
-    diagnosis; the learning tests never do."""
+    [--out runs.jsonl] [--set key=json ...] [--max-steps N]``: train every (case, trainer, seed) and print one JSON
+    line per run (final return, threshold, passed, steps to the threshold, seconds).  ``--set`` changes a
+    hyperparameter of every run, or with ``network_settings.`` before the key a network setting
+    (``network_settings.memory=null``), and ``--max-steps`` every case's step budget (its summaries scale with it),
+    for diagnosis and for measuring a case's budget; the learning tests never do."""
     import argparse
     import fnmatch
     import json
@@ -407,13 +422,16 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default="", help="append the JSON lines to this file too")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", dest="overrides")
+    parser.add_argument("--max-steps", type=int, default=None, help="every case's step budget instead of its own")
     args = parser.parse_args(argv)
+    if args.max_steps is not None and args.max_steps < SUMMARIES:
+        parser.error(f"--max-steps {args.max_steps} is invalid; must be an integer >= {SUMMARIES} (one step a summary)")
     overrides = {}
     for item in args.overrides:
         key, _, value = item.partition("=")
         overrides[key] = json.loads(value)
     jobs = [
-        (case.name, trainer, seed, overrides)
+        (case.name, trainer, seed, overrides, args.max_steps)
         for trainer in args.trainers
         for case in cases_for(trainer)
         if any(fnmatch.fnmatch(case.name, pattern) for pattern in args.cases)
@@ -441,22 +459,27 @@ def _run_job(job) -> Dict[str, Any]:
 
     torch.set_num_threads(1)
     set_log_level(WARNING)
-    name, trainer, seed, overrides = job
+    # (case name, trainer, seed, overrides[, max_steps]): max_steps None or left out keeps the case's budget
+    name, trainer, seed, overrides = job[:4]
+    max_steps = job[4] if len(job) > 4 else None
     case = CASES[name]
     record: Dict[str, Any] = {"case": name, "trainer": trainer, "seed": seed, "threshold": case.threshold}
+    if max_steps is not None:
+        record["max_steps"] = int(max_steps)
+        case = dataclasses.replace(case, max_steps=int(max_steps))
     if overrides:
         record["set"] = overrides
         prefix = "network_settings."
         hyper = tuple((k, v) for k, v in overrides.items() if not k.startswith(prefix))
         network = tuple((k[len(prefix):], v) for k, v in overrides.items() if k.startswith(prefix))
-        case = TinyCase(case.name, case.task, case.builtin, case.max_steps, case.hyperparameters + hyper,
-                        case.network_settings + network, case.threshold)
+        case = dataclasses.replace(case, hyperparameters=case.hyperparameters + hyper,
+                                   network_settings=case.network_settings + network)
     start = time.time()
     try:
         with tempfile.TemporaryDirectory() as output_dir:
             result = train_case(case, trainer, seed, output_dir)
         reached = [step for step, value in result.reward_curve if value >= case.threshold]
-        record.update(final=round(result.final_mean_reward, 3), passed=result.final_mean_reward >= case.threshold,
+        record.update(steps=int(result.steps), final=round(result.final_mean_reward, 3), passed=result.final_mean_reward >= case.threshold,
                       first_step_at_threshold=reached[0] if reached else None,
                       curve=[round(value, 2) for _, value in result.reward_curve])
     except Exception as err:  # a refusal (TrainerConfigError) or a crash is a result too
