@@ -98,13 +98,11 @@ def compute_unroll_targets(
     cont[:, :-1] = ~episode_end[:, :-1] & valid_t.bool()[:, 1:]
     r = r_t.float()
     v_next = v_t.float()
-
-    steps = torch.arange(K + 1, device=r.device)
     value = torch.zeros(B, K + 1, device=r.device)
     running = torch.ones(B, K + 1, dtype=torch.bool, device=r.device)
     disc = 1.0
     for i in range(n):
-        j = steps + i  # [K+1], every index < W
+        j = slice(i, i + K + 1)  # rows k + i of every step k = 0..K, every index < W
         value = value + torch.where(running, disc * r[:, j], torch.zeros(()))
         stop = running & (~cont[:, j] if i < n - 1 else torch.ones_like(running))
         boot = disc * gamma * (~terminal[:, j]).float() * v_next[:, j]
@@ -186,6 +184,6 @@ def bootstrap_rows(
     last = steps.expand(valid_t.shape[0], K + 1).clone()
     running = torch.ones_like(last, dtype=torch.bool)
     for i in range(n - 1):
-        running = running & cont[:, steps + i]
+        running = running & cont[:, i : i + K + 1]  # rows k + i of every step k: a slice, not a gather
         last = last + running.long()
     return last
