@@ -74,6 +74,16 @@ class ModelOutput(NamedTuple):
     game_over_logit: Optional[torch.Tensor]  # [B] or None when the head is off
 
 
+class UnrollOutput(NamedTuple):
+    """The unroll's predictions stacked over its steps (``MuZeroModel.unroll_stacked``)."""
+
+    latent_k: torch.Tensor  # [B, K+1, latent_size]: s_0 = h(o), s_k = g(s_{k-1}, a_{k-1})
+    value_k: torch.Tensor  # [B, K+1] or [B, K+1, 2S+1]
+    policy_k: torch.Tensor  # [B, K+1, continuous_size + sum(discrete_branches)]
+    reward_k: Optional[torch.Tensor]  # [B, K] or [B, K, 2S+1] (steps 1..K); None when K = 0
+    game_over_logit_k: Optional[torch.Tensor]  # [B, K+1] or None when the head is off
+
+
 class MuZeroModel(nn.Module):
     """h, g, f and the optional game-over / consistency heads of one behaviour."""
 
@@ -155,6 +165,34 @@ class MuZeroModel(nn.Module):
             out.append(step)
             latent = step.latent
         return out
+
+    def unroll_stacked(self, inputs: List[torch.Tensor], actions_enc_k: torch.Tensor,
+                       gradient_scale: float) -> UnrollOutput:
+        """``unroll``'s predictions, stacked over the steps, with the same values and gradients: only the dynamics
+        runs step by step (each step needs the last), while the prediction f reads all ``K+1`` latents and the
+        reward head all ``K`` dynamics features in one call each on ``B (K+1)`` / ``B K`` rows (fewer, larger
+        matrix products: the model update's cost, issue #52; bench/results/muzero-cost-2026-11-29)."""
+        B, K = actions_enc_k.shape[0], actions_enc_k.shape[1]
+        latent = self.representation(inputs)
+        latents = [latent]
+        features = []
+        for k in range(K):
+            if k > 0:
+                latent = scale_gradient(latent, gradient_scale)
+            h = self.dynamics_trunk(torch.cat([latent, actions_enc_k[:, k]], dim=-1))
+            features.append(h)
+            latent = min_max_scale(self.dynamics_latent(h))
+            latents.append(latent)
+        latent_k = torch.stack(latents, dim=1)
+        pred = self._predict(latent_k.reshape(B * (K + 1), -1), None)
+        reward_k = None
+        if K > 0:
+            reward = self.dynamics_reward(torch.stack(features, dim=1).reshape(B * K, -1))
+            reward_k = squeeze_scalar_head(reward.reshape(B, K, -1), self.support_size)
+        value_k = pred.value.reshape(B, K + 1, *pred.value.shape[1:])
+        policy_k = pred.policy.reshape(B, K + 1, -1)
+        game_over_k = None if pred.game_over_logit is None else pred.game_over_logit.reshape(B, K + 1)
+        return UnrollOutput(latent_k, value_k, policy_k, reward_k, game_over_k)
 
     def consistency_online(self, latent: torch.Tensor) -> torch.Tensor:
         return self.predictor(self.projector(latent))

@@ -209,10 +209,8 @@ class MuZeroReprOptimizer(TorchOptimizer):
             v_t = torch.zeros_like(batch.r_t).scatter(1, batch.boot_rows_k, v_boot)
             tg = compute_unroll_targets(batch.r_t, batch.terminal_t, batch.terminal_t, batch.valid_t,
                                         v_t, self.gamma, K, n)
-        outs = self.model.unroll(batch.obs_0, batch.actions_enc_k, hp.recurrent_gradient_scaling_factor)
-        reward_pred = torch.stack([o.reward for o in outs[1:]], dim=1) if K > 0 else None
-        policy = torch.stack([o.policy for o in outs[:K]], dim=1) if hp.policy_loss_weight > 0 and K > 0 else None
-        game_over = torch.stack([o.game_over_logit for o in outs], dim=1) if hp.train_game_over else None
+        out = self.model.unroll_stacked(batch.obs_0, batch.actions_enc_k, hp.recurrent_gradient_scaling_factor)
+        policy = out.policy_k[:, :K] if hp.policy_loss_weight > 0 and K > 0 else None
         online = target = None
         if hp.train_repr_prediction and K > 0:
             with torch.no_grad():
@@ -220,16 +218,16 @@ class MuZeroReprOptimizer(TorchOptimizer):
                 body = self.actor.network_body
                 encoder = body.target_representation if hp.repr_prediction_target == "target" else body.representation
                 target = self.model.consistency_target(encoder(flat)).reshape(B, K, -1)
-            online = torch.stack([self.model.consistency_online(o.latent) for o in outs[1:]], dim=1)
+            online = self.model.consistency_online(out.latent_k[:, 1:].reshape(B * K, -1)).reshape(B, K, -1)
         losses = muzero_losses.model_losses(
-            torch.stack([o.value for o in outs], dim=1), reward_pred, policy, game_over, online, target, tg,
+            out.value_k, out.reward_k, policy, out.game_over_logit_k, online, target, tg,
             batch.is_weights, batch.cont_action_k, batch.disc_action_k, self.branches,
             support_size=hp.support_size, transform_eps=self.transform_eps, loss_weights=self.loss_weights,
             consistency_loss=hp.repr_prediction_loss,
         )
         with torch.no_grad():
-            latent_norm = torch.stack([o.latent.norm(dim=-1).mean() for o in outs])
-            latent_std = outs[0].latent.std(dim=0, unbiased=False).mean()
+            latent_norm = out.latent_k.norm(dim=-1).mean(dim=0)
+            latent_std = out.latent_k[:, 0].std(dim=0, unbiased=False).mean()
         return ModelForward(losses, tg, latent_norm, latent_std)
 
     def _model_total(self, batch: ModelBatch) -> Tuple[torch.Tensor, ModelForward]:

@@ -22,6 +22,7 @@ from mlagents_plugins.common.validators import (
     one_of,
     optional_bool,
     optional_non_negative_int,
+    optional_positive_int,
     positive_float,
     positive_int,
     strict_bool,
@@ -30,6 +31,9 @@ from mlagents_plugins.common.validators import (
 from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
 from mlagents_plugins.offpolicy.rows import is_compact_obs
 from mlagents_plugins.sac.settings import SACHeadSettings
+
+#: ``model_update_interval`` resolved for vector observations only (issue #52's cost; docs/muzero_repr.md).
+VECTOR_MODEL_UPDATE_INTERVAL = 2
 
 #: ``random_shift_pad`` resolved for visual observations (DrQ's 4 pixels on 84x84 images, scaled to 27-36 pixels).
 VISUAL_SHIFT_PAD = 2
@@ -78,8 +82,11 @@ class MuZeroReprSettings(SACHeadSettings):
     model_target_update_period: int = attr.ib(default=100, validator=positive_int)
     # Adam step size of the learned model.
     model_learning_rate: float = attr.ib(default=1.0e-3, validator=positive_float)
-    # Model updates are made every ``model_update_interval`` RL updates, ``model_updates_per_interval`` at a time.
-    model_update_interval: int = attr.ib(default=1, validator=positive_int)
+    # Model updates are made every ``model_update_interval`` RL updates, ``model_updates_per_interval`` at a time;
+    # null = automatic: VECTOR_MODEL_UPDATE_INTERVAL (2) with vector observations only, where it halved the model's
+    # CPU and learning held on reach_continuous (3 seeds, bench/results/muzero-cost-2026-11-29), 1 with images
+    # (not measured there).
+    model_update_interval: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
     model_updates_per_interval: int = attr.ib(default=1, validator=positive_int)
     # Clip the model's gradient norm (0 = no clipping).
     model_grad_clip: float = attr.ib(default=10.0, validator=non_negative_float)
@@ -135,6 +142,13 @@ class MuZeroReprSettings(SACHeadSettings):
         if self.random_shift_pad is not None:
             return int(self.random_shift_pad)
         return VISUAL_SHIFT_PAD if has_visual(observation_specs) else 0
+
+    def model_interval(self, observation_specs: Sequence[Any]) -> int:
+        """``model_update_interval``, or when null, 1 with visual observations and ``VECTOR_MODEL_UPDATE_INTERVAL``
+        without."""
+        if self.model_update_interval is not None:
+            return int(self.model_update_interval)
+        return 1 if has_visual(observation_specs) else VECTOR_MODEL_UPDATE_INTERVAL
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()

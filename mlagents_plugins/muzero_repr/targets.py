@@ -98,13 +98,11 @@ def compute_unroll_targets(
     cont[:, :-1] = ~episode_end[:, :-1] & valid_t.bool()[:, 1:]
     r = r_t.float()
     v_next = v_t.float()
-
-    steps = torch.arange(K + 1, device=r.device)
     value = torch.zeros(B, K + 1, device=r.device)
     running = torch.ones(B, K + 1, dtype=torch.bool, device=r.device)
     disc = 1.0
     for i in range(n):
-        j = steps + i  # [K+1], every index < W
+        j = slice(i, i + K + 1)  # rows k + i of every step k = 0..K, every index < W
         value = value + torch.where(running, disc * r[:, j], torch.zeros(()))
         stop = running & (~cont[:, j] if i < n - 1 else torch.ones_like(running))
         boot = disc * gamma * (~terminal[:, j]).float() * v_next[:, j]
@@ -183,9 +181,9 @@ def bootstrap_rows(
     cont = torch.zeros_like(valid_t, dtype=torch.bool)
     cont[:, :-1] = ~episode_end[:, :-1] & valid_t.bool()[:, 1:]
     steps = torch.arange(K + 1, device=valid_t.device)
-    last = steps.expand(valid_t.shape[0], K + 1).clone()
-    running = torch.ones_like(last, dtype=torch.bool)
-    for i in range(n - 1):
-        running = running & cont[:, steps + i]
-        last = last + running.long()
-    return last
+    if n == 1:
+        return steps.expand(valid_t.shape[0], K + 1).clone()
+    # Step k sums rows k, k+1, ... while each continues into the next, at most n - 1 times: k plus the length of
+    # the run of continuing rows k .. k+n-2 (all windows at once, [B, K+1, n-1], instead of a loop over i).
+    continues = cont[:, : K + n - 1].unfold(1, n - 1, 1).long()
+    return steps + torch.cumprod(continues, dim=2).sum(dim=2)

@@ -58,6 +58,8 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         specs, action_spec = behavior_spec.observation_specs, behavior_spec.action_spec
         # random_shift_pad resolved once for this behavior's observations (null: automatic); every batch uses it.
         self.shift_pad = hp.shift_pad(behavior_spec.observation_specs)
+        # model_update_interval resolved the same way (null: automatic); update_once reads it.
+        self.model_update_interval = hp.model_interval(behavior_spec.observation_specs)
         return LeanPolicy(
             self.seed,
             behavior_spec,
@@ -135,7 +137,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         hp = self.hyperparameters
         opt = self.optimizer
         stats: Dict[str, float] = {}
-        if self.num_updates % hp.model_update_interval == 0:
+        if self.num_updates % self.model_update_interval == 0:
             for _ in range(hp.model_updates_per_interval):
                 batch = self.sample_model_batch()
                 model_stats, value_err = opt.update_model(batch)

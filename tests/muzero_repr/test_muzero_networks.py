@@ -48,6 +48,54 @@ def test_unroll_shapes_vector_and_visual(support):
     assert model.consistency_online(outs[1].latent).shape == (B, 16)
 
 
+@pytest.mark.parametrize("support,K", [(0, 3), (3, 3), (3, 0)])
+def test_stacked_unroll_equals_the_step_by_step_unroll_in_values_and_gradients(support, K):
+    """The optimizer's ``unroll_stacked`` (f and the reward head on all steps at once) against ``unroll`` (one
+    step at a time): the same predictions and the same gradients of a loss that weighs every output differently."""
+    spec = ActionSpec(2, (3,))
+    model = make_model([vec_spec(5)], spec, support=support)
+    torch.manual_seed(2)
+    B = 6
+    obs = [torch.randn(B, 5) * torch.arange(1, 6.0)]
+    acts = encode_actions(spec, torch.randn(B, K, 2), torch.randint(0, 3, (B, K, 1)))
+    w_value = torch.randn(K + 1, *((2 * support + 1,) if support else ()))
+    w_reward = torch.randn(max(K, 1), *((2 * support + 1,) if support else ()))
+    w_policy = torch.randn(K + 1, 5)
+    w_latent = torch.randn(K + 1, 8)
+
+    def grads(loss):
+        model.zero_grad()
+        loss.backward()
+        return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
+
+    outs = model.unroll(obs, acts, 0.5)
+    value = torch.stack([o.value for o in outs], 1)
+    policy = torch.stack([o.policy for o in outs], 1)
+    latent = torch.stack([o.latent for o in outs], 1)
+    game_over = torch.stack([o.game_over_logit for o in outs], 1)
+    reward = torch.stack([o.reward for o in outs[1:]], 1) if K else None
+    loss = (value * w_value).sum() + (policy * w_policy).sum() + (latent * w_latent).sum() + (game_over ** 2).sum()
+    if K:
+        loss = loss + (reward * w_reward).sum()
+    want = grads(loss)
+
+    got = model.unroll_stacked(obs, acts, 0.5)
+    for name, a, b in (("value", got.value_k, value), ("policy", got.policy_k, policy), ("latent", got.latent_k, latent),
+                       ("game over", got.game_over_logit_k, game_over)):
+        assert a.shape == b.shape, name
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), name
+    assert (got.reward_k is None) == (K == 0)
+    loss = ((got.value_k * w_value).sum() + (got.policy_k * w_policy).sum() + (got.latent_k * w_latent).sum()
+            + (got.game_over_logit_k ** 2).sum())
+    if K:
+        assert got.reward_k.shape == reward.shape
+        assert torch.allclose(got.reward_k, reward, rtol=1e-5, atol=1e-6)
+        loss = loss + (got.reward_k * w_reward).sum()
+    for g, w in zip(grads(loss), want):
+        assert torch.allclose(g, w, rtol=1e-4, atol=1e-6)
+    assert any(float(w.abs().sum()) > 0 for w in want)
+
+
 def _grad_wrt_repr(model, obs, acts, factor):
     model.zero_grad()
     outs = model.unroll(obs, acts, factor)

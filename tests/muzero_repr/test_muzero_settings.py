@@ -13,6 +13,26 @@ def test_defaults_and_structure_from_yaml_dict():
     assert (s.num_unroll_steps, s.td_steps, s.actions_after_end) == (3, 4, "random")
     assert s.recurrent_gradient_scaling_factor == 0.5
     assert s.rl_gradient_to_repr is None and s.random_shift_pad is None  # automatic
+    assert s.model_update_interval is None  # automatic
+
+
+@pytest.mark.parametrize("interval, visual, expected", [(None, False, 2), (None, True, 1), (1, False, 1), (3, True, 3)])
+def test_automatic_model_update_interval_follows_the_observations(tmp_path, interval, visual, expected):
+    """null: a model update every second SAC update with vector observations only, every update with images; a set
+    value wins.  Checked where it acts: model updates made over six counted updates."""
+    from tests.builders import behavior_spec
+    from tests.muzero_repr.muzero_helpers import fill, make_trainer
+    import numpy as np
+
+    shapes = ((3, 20, 20), (2,)) if visual else ((5,),)
+    spec = behavior_spec(shapes, cont=2, branches=())
+    trainer = make_trainer(spec, tmp_path, model_update_interval=interval, batch_size=8)
+    fill(trainer, spec, np.random.default_rng(0), n_traj=4)
+    assert trainer.hyperparameters.model_interval(spec.observation_specs) == expected
+    for _ in range(6):  # as the base counts them (update_once reads the count)
+        trainer.update_once()
+        trainer.num_updates += 1
+    assert trainer.optimizer.num_model_updates == -(-6 // expected)
 
 
 @pytest.mark.parametrize("rl_grad, pad, visual, actions, expected", [
@@ -53,6 +73,7 @@ def test_automatic_defaults_follow_the_observations_and_actions(tmp_path, rl_gra
         ("support_size", 5000, "\\[0, 1000\\]"),
         ("rl_gradient_to_repr", "yes", "true, false or null"),
         ("random_shift_pad", -1, "an integer >= 0 or null"),
+        ("model_update_interval", 0, "an integer >= 1 or null"),
         ("value_loss_weight", -0.1, ">= 0"),
     ],
 )
