@@ -843,8 +843,8 @@ def readme_block(records: Sequence[Dict[str, Any]], step: int, report_link: Opti
     """README's table "On the field's benchmark", markers included: per task and trainer, the evaluation return at
     ``step`` over seeds (median, min – max), env steps per CPU second (median over seeds, from one machine kind:
     ``speed_kind``) and the published columns (``ANCHORS`` at ``step``); a trainer that ran the task only at other
-    step counts (e.g. a short CrossQ run for its cost) gets a row with its speed alone.  The invocations behind it
-    (command, commit) are named.  ValueError when no record finished at ``step``."""
+    step counts (e.g. a short CrossQ run for its cost) gets a row with its speed alone.  The runs behind it are
+    counted by invocation and code commit (the commands are in the report).  ValueError when no record finished at ``step``."""
     records = latest_records(records)
     at = [r for r in records if int(r["max_steps"]) == step]
     if not any(not r.get("error") for r in at):
@@ -866,20 +866,18 @@ def readme_block(records: Sequence[Dict[str, Any]], step: int, report_link: Opti
     kind = speed_kind(shown, wanted_kind)
     others = sum(n for k, n in kind_counts(shown).items() if k != kind)
     lines = [GYM_BEGIN]
-    invocations: Dict[str, List[Dict[str, Any]]] = {}
+    invocations = {str(r.get("invocation")) for r in shown}
+    by_commit: Dict[str, int] = {}
     for r in shown:
-        invocations.setdefault(str(r.get("invocation")), []).append(r)
-    described = []
-    for inv, runs in invocations.items():
-        commits = sorted({str(r.get("commit") or "not recorded") for r in runs})
-        commands = sorted({str(r.get("command") or "command not recorded") for r in runs})
-        described.append(f"`{inv}` (" + "; ".join(f"`{c}`" for c in commands) + f", code {', '.join(commits)}, "
-                         f"{len(runs)} runs)")
-    source = f"[report]({report_link})" if report_link else "report"
+        commit = str(r.get("commit") or "not recorded")[:7]
+        by_commit[commit] = by_commit.get(commit, 0) + 1
+    source = f"[report]({report_link})" if report_link else "the report"
     episodes = sorted({int(r["eval_episodes"]) for r in shown if r.get("eval_episodes")})
     lines += [
-        f"From `python -m bench gym` ({source}), invocation{'s' if len(described) > 1 else ''} "
-        + "; ".join(described) + ".",
+        f"From `python -m bench gym`: {len(shown)} runs in {len(invocations)} "
+        f"invocation{'s' if len(invocations) > 1 else ''} continued into one records folder, code "
+        + ", ".join(f"`{c}` ({n} runs)" for c, n in by_commit.items())
+        + f"; each run's command in {source}.",
         "",
         f"Return: the deterministic policy's at {step / 1000:g}k env steps ({'/'.join(map(str, episodes)) or '?'} "
         "episodes), median (min – max) over seeds. Env steps per CPU second: the run's process tree (stand-in, "

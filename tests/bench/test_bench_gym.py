@@ -353,9 +353,9 @@ def test_readme_block_has_medians_ranges_one_kinds_speeds_and_the_published_colu
     block = bench_gym.readme_block(_field_records(), 100_000, report_link="bench/results/gym/REPORT.md")
     lines = block.splitlines()
     assert lines[0] == bench_gym.GYM_BEGIN and lines[-1] == bench_gym.GYM_END
-    assert ("invocations `inv-A` (`python -m bench gym --steps 10000`; `python -m bench gym --steps 100000`, code "
-            "abc123def456, 6 runs); `inv-B` (`python -m bench gym --steps 100000`, code abc123def456, 1 runs).") in block
-    assert "([report](bench/results/gym/REPORT.md))" in block and "at 100k env steps (10 episodes)" in block
+    assert ("From `python -m bench gym`: 7 runs in 2 invocations continued into one records folder, code `abc123d` "
+            "(7 runs); each run's command in [report](bench/results/gym/REPORT.md).") in block
+    assert "at 100k env steps (10 episodes)" in block
     assert f"on {EPYC} (1 runs on other machine kinds count in the returns only)" in block
     assert "dojeon-ai/SimbaV2" in block and "facebookresearch/MRQ" in block
     table = lines[lines.index(next(x for x in lines if x.startswith("| task |"))):-1]
@@ -389,8 +389,8 @@ def test_report_only_update_readme_writes_the_block_between_its_markers(tmp_path
     readme.write_text(f"# Title\n\nbefore\n\n{bench_gym.GYM_BEGIN}\nold table\n{bench_gym.GYM_END}\n\nafter\n")
     assert bench_gym.main(["--report-only", "--update-readme", str(readme), "--out", str(out)]) == 0
     text = readme.read_text()
-    assert text.startswith("# Title\n\nbefore\n\n<!-- gym:begin -->\nFrom `python -m bench gym` ([report]"
-                           "(bench/results/gym/REPORT.md)")
+    assert text.startswith("# Title\n\nbefore\n\n<!-- gym:begin -->\nFrom `python -m bench gym`: ")
+    assert "each run's command in [report](bench/results/gym/REPORT.md)." in text
     assert text.endswith("<!-- gym:end -->\n\nafter\n") and "old table" not in text
     assert "| Hopper-v5 | **fast_sac** | 1 | 800 | 58.0 |" in text
     # the same records give the same file
