@@ -35,7 +35,7 @@ on GPUs before, is used.
 80 kernel and matrix-product calls, 100-odd inputs) the call beyond its kernels (that function, its size checks,
 Dynamo's and AOTAutograd's wrappers) costs about a fifth of a SAC update at 2x256 on one CPU thread.  So the whole step is compiled with Inductor's ``cpp_wrapper`` (the same
 kernels, called from generated C++) and ``fallback_random`` (the actor's noise drawn by ATen's generator, as
-eagerly, instead of Inductor's per-element Philox, which filled whole 16-lane vectors for 2-6 actions): 0.87-0.95x
+eagerly, instead of Inductor's per-element Philox, which filled whole 16-lane vectors for 2-6 actions): 0.85-0.99x
 the update's CPU (bench/results/fast-sac-update-overhead-2026-11-29).  A cold compile took about as long with
 the C++ wrapper as without it (77 and 78 s on a shared core there), and is cached like the rest.  It is a kernel
 switch (``patches.KERNEL_SWITCHES``, ``whole_step_cpp``):

@@ -182,7 +182,7 @@ KERNEL_SWITCHES: Tuple[HostPatch, ...] = (
         name="whole_step_cpp",
         target="Inductor's options for our compiled whole step on the CPU (cpp_wrapper, fallback_random)",
         why="the same generated kernels driven from C++ instead of a Python function, and the actor's noise drawn "
-        "by ATen as in eager mode instead of per-element Philox in a fused kernel: 0.87-0.95x the update's CPU at 2x256",
+        "by ATen as in eager mode instead of per-element Philox in a fused kernel: 0.85-0.99x the update's CPU at 2x256, within the measurements' spread",
         installer="mlagents_plugins.common.compiled_step:whole_step_options",
         opt_out="MLAGENTS_PLUGINS_PY_WRAPPER",
         kind="kernel",
