@@ -75,7 +75,10 @@ def test_backward_counter_counts_and_restores():
 
 # ---------------------------------------------------------------------------------------------- same work
 @pytest.mark.parametrize("trainer", update_speed.TRAINERS)
-def test_minimal_loop_trains_the_same_layers_with_the_same_backward_passes(tmp_path, trainer):
+def test_minimal_loop_trains_the_same_layers_with_the_same_backward_passes(tmp_path, trainer, monkeypatch):
+    # the same work is the same layers and backward passes, whichever kernels run them: the trainers' updates
+    # eager here (compiling them took 30-80 s a trainer in the default run; the benchmark times them compiled)
+    monkeypatch.setenv("MLAGENTS_PLUGINS_COMPILE", "0")
     torch.set_num_threads(1)
     bench = update_speed.BUILDERS[trainer](str(tmp_path), 1200, np.random.default_rng(0), with_builtin=False)
     minimal_params = speed.optimized_parameters(*bench.minimal.optimizers)

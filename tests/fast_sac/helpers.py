@@ -21,7 +21,12 @@ def make_trainer(
     hidden_units: int = 16,
     **hyper,
 ) -> FastSACTrainer:
-    hp = dict(batch_size=8, buffer_size=200, buffer_init_steps=0, steps_per_update=1.0)
+    """A fast_sac trainer with ``network_settings`` of one layer of ``hidden_units``.  ``compile_update`` is off
+    unless given (as taac's and muzero_repr's test trainers): Inductor's first compile costs seconds to a minute a
+    trainer, which the tests of intake, cadence, replay and settings do not need.  The compiled path is tested
+    where it is named: ``compile_update=None`` (the default, automatic) or ``True`` (test_compiled_update.py,
+    test_whole_step.py, test_crossq.py), and through ``mlagents-learn`` in the end-to-end tests."""
+    hp = dict(batch_size=8, buffer_size=200, buffer_init_steps=0, steps_per_update=1.0, compile_update=False)
     hp.update(hyper)
     settings = TrainerSettings(
         trainer_type="fast_sac", hyperparameters=FastSACSettings(**hp), max_steps=max_steps, summary_freq=10 ** 9
@@ -37,10 +42,11 @@ def make_trainer(
     return trainer
 
 
-def filled_trainer(tmp_path, actor_min_q=False, rng_seed: int = 1, **spec_kw) -> FastSACTrainer:
+def filled_trainer(tmp_path, actor_min_q=False, rng_seed: int = 1, compile_update=False, **spec_kw) -> FastSACTrainer:
     """A trainer (batch 16, never updating on its own) with 4 short trajectories in its replay."""
     spec = behavior_spec(**spec_kw)
-    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6, actor_min_q=actor_min_q)
+    trainer = make_trainer(spec, tmp_path, batch_size=16, buffer_init_steps=10 ** 6, actor_min_q=actor_min_q,
+                           compile_update=compile_update)
     rng = np.random.default_rng(rng_seed)
     for i in range(4):
         trainer._process_trajectory(trajectory(spec, 9, rng, done=i % 2 == 0))

@@ -18,7 +18,7 @@ from tests.compiled_helpers import (
 
 
 def _filled_trainer(tmp_path, **spec_kw):
-    return filled_trainer(tmp_path, actor_min_q=True, rng_seed=3, **spec_kw)
+    return filled_trainer(tmp_path, actor_min_q=True, rng_seed=3, compile_update=None, **spec_kw)
 
 
 def test_compiled_losses_and_gradients_match_eager_and_actor_loss_reaches_only_the_actor(tmp_path, monkeypatch):
@@ -79,8 +79,8 @@ def test_compile_setting_automatic_false_and_true(tmp_path, monkeypatch):
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
     vector = behavior_spec(obs_shapes=((5,), (3,)), cont=2)
     camera = behavior_spec(obs_shapes=((3, 20, 20), (2,)), cont=0, branches=(3,))
-    assert make_trainer(vector, tmp_path / "a", batch_size=8).optimizer.head.loss_step.mode == "compiled"
-    assert make_trainer(camera, tmp_path / "b", batch_size=8).optimizer.head.loss_step.mode == "eager"
+    assert make_trainer(vector, tmp_path / "a", batch_size=8, compile_update=None).optimizer.head.loss_step.mode == "compiled"
+    assert make_trainer(camera, tmp_path / "b", batch_size=8, compile_update=None).optimizer.head.loss_step.mode == "eager"
     assert make_trainer(vector, tmp_path / "c", batch_size=8, compile_update=False).optimizer.head.loss_step.mode == "eager"
     forced = make_trainer(camera, tmp_path / "d", batch_size=8, compile_update=True)
     assert forced.optimizer.head.loss_step.mode == "compiled"

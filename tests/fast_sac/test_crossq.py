@@ -373,6 +373,8 @@ def test_hypernetwork_goal_conditioning_is_refused_clearly():
 
 
 # ----------------------------------------------------------------------------------- compiled
+@pytest.mark.slow  # about 70 s of compiling on a 2-core Xeon; CrossQ is opt-in (docs/fast_sac.md), and the default
+# critics' compiled whole steps are checked in the default run (tests/test_whole_step.py)
 def test_compiled_whole_steps_match_the_two_graph_path_with_renorm_and_actor_delay(tmp_path, monkeypatch):
     """Five CrossQ updates (actor every 2nd) through the compiled whole steps and, from the same weights, Adam
     state, running statistics and draws, through the loss-only graphs + eager Adam: same parameters, running

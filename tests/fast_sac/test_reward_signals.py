@@ -12,7 +12,8 @@ def test_gail_curiosity_rnd_and_bc_train_and_report(tmp_path, one_thread):
     cfg = dict(
         trainer_type="fast_sac",
         hyperparameters=dict(batch_size=32, buffer_size=5000, buffer_init_steps=100, steps_per_update=8.0,
-                             reward_signal_steps_per_update=16.0, n_step=2),
+                             reward_signal_steps_per_update=16.0, n_step=2,
+                             compile_update=False),  # compiling is tested in test_compiled_update.py
         network_settings=dict(hidden_units=16, num_layers=1),
         reward_signals=dict(
             extrinsic=dict(gamma=0.99, strength=1.0),
