@@ -632,14 +632,19 @@ def speed_kind(records: Sequence[Dict[str, Any]], wanted: Optional[str] = None) 
     return max(clean, key=lambda k: clean[k]) if clean else None
 
 
+
+def _runs(n: int) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{n} run{'' if n == 1 else 's'}"
+
 def kinds_note(records: Sequence[Dict[str, Any]], kind: Optional[str]) -> str:
     """One sentence: the machine kind the cost columns come from, and the runs of other kinds left out of them."""
     counts = kind_counts(records)
     if len(counts) <= 1:
         return f"Machine kind: {kind or NOT_RECORDED}."
-    others = "; ".join(f"{k}: {n} runs" for k, n in counts.items() if k != kind)
+    others = "; ".join(f"{k}: {_runs(n)}" for k, n in counts.items() if k != kind)
     return (f"Records from {len(counts)} machine kinds: returns from all of them; the cost columns (env steps / "
-            f"CPU s, wall s, CPU s) only from the {counts.get(kind, 0)} runs on {kind} (left out of them: {others}).")
+            f"CPU s, wall s, CPU s) only from the {_runs(counts.get(kind, 0))} on {kind} (left out of them: {others}).")
 
 
 def summary_rows(records: Sequence[Dict[str, Any]], env_id: str, step: int, tolerance: int,
@@ -874,15 +879,15 @@ def readme_block(records: Sequence[Dict[str, Any]], step: int, report_link: Opti
     source = f"[report]({report_link})" if report_link else "the report"
     episodes = sorted({int(r["eval_episodes"]) for r in shown if r.get("eval_episodes")})
     lines += [
-        f"From `python -m bench gym`: {len(shown)} runs in {len(invocations)} "
+        f"From `python -m bench gym`: {_runs(len(shown))} in {len(invocations)} "
         f"invocation{'s' if len(invocations) > 1 else ''} continued into one records folder, code "
-        + ", ".join(f"`{c}` ({n} runs)" for c, n in by_commit.items())
+        + ", ".join(f"`{c}` ({_runs(n)})" for c, n in by_commit.items())
         + f"; each run's command in {source}.",
         "",
         f"Return: the deterministic policy's at {step / 1000:g}k env steps ({'/'.join(map(str, episodes)) or '?'} "
         "episodes), median (min – max) over seeds. Env steps per CPU second: the run's process tree (stand-in, "
         f"compilation, updates; not evaluation), median over seeds, on {kind}"
-        + (f" ({others} runs on other machine kinds count in the returns only)" if others else "")
+        + (f" ({_runs(others)} on other machine kinds count in the returns only)" if others else "")
         + f". Ours in bold. Published: {ANCHOR_CITATION}.",
         "",
         f"| task | trainer | seeds | return at {step / 1000:g}k | env steps / CPU s | "

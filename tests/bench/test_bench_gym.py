@@ -356,7 +356,7 @@ def test_readme_block_has_medians_ranges_one_kinds_speeds_and_the_published_colu
     assert ("From `python -m bench gym`: 7 runs in 2 invocations continued into one records folder, code `abc123d` "
             "(7 runs); each run's command in [report](bench/results/gym/REPORT.md).") in block
     assert "at 100k env steps (10 episodes)" in block
-    assert f"on {EPYC} (1 runs on other machine kinds count in the returns only)" in block
+    assert f"on {EPYC} (1 run on other machine kinds count in the returns only)" in block
     assert "dojeon-ai/SimbaV2" in block and "facebookresearch/MRQ" in block
     table = lines[lines.index(next(x for x in lines if x.startswith("| task |"))):-1]
     assert table[0] == ("| task | trainer | seeds | return at 100k | env steps / CPU s | SAC (published) "
@@ -420,7 +420,7 @@ def test_report_of_records_from_two_machine_kinds_takes_costs_from_one(tmp_path,
     assert bench_gym.main(["--report-only", "--out", str(out)]) == 0
     report = (out / "REPORT.md").read_text()
     assert (f"Records from 2 machine kinds: returns from all of them; the cost columns (env steps / CPU s, wall s, "
-            f"CPU s) only from the 5 runs on {EPYC} (left out of them: {XEON}: 1 runs).") in report
+            f"CPU s) only from the 5 runs on {EPYC} (left out of them: {XEON}: 1 run).") in report
     # returns over all three seeds (mean ± std), speed over the two EPYC seeds
     assert "| **fast_sac** | 3 | 4500 ± 408 | 10 ± 0 | 61.0 ± 1.0 | 100 ± 0 | 90 ± 0 |" in report
     assert f"seed 2 (100048 steps, 100 s wall, 90 s CPU on {XEON})" in report
