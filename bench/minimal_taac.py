@@ -58,7 +58,7 @@ class MinimalTAAC:
             raise ValueError("the minimal TAAC loop covers trajectory: constant, target_update_period: 1, "
                              "b1_advantage_clipping: null, critic_small_init and critic_neutral_init: false only")
         self.hp = hp
-        self.L = hp.mini_batch_length
+        self.L = hp.window_length
         self.n_seq = int(math.ceil(hp.batch_size / self.L))
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         h, n = net.hidden_units, net.num_layers

@@ -150,9 +150,9 @@ def build_taac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: bool
 
     common.fill(trainer, spec, rows, rng, log_probs=record)
     minimal = MinimalTAAC(trainer.trainer_settings, *_obs_act(spec), rows=rows)
-    n_seq = int(math.ceil(hp.batch_size / hp.mini_batch_length))
+    n_seq = int(math.ceil(hp.batch_size / hp.window_length))
     return Bench("taac", trainer.update_once, minimal,
-                 f"{n_seq} windows x {hp.mini_batch_length}, {hp.num_critic_replicas} critics, "
+                 f"{n_seq} windows x {hp.window_length}, {hp.num_critic_replicas} critics, "
                  f"{net.num_layers}x{net.hidden_units}", common.optimized_parameters(trainer.optimizer))
 
 

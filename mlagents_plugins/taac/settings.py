@@ -90,8 +90,10 @@ class TaacSettings(OffPolicyBaseSettings):
     # Start each episode from a uniformly random tau^- instead of zeros (exploration; off in the paper).
     randomize_first_state_tau: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Length of the replayed windows the compare-through return runs along (>= 2); a batch holds
-    # ceil(batch_size / mini_batch_length) windows.
-    mini_batch_length: int = attr.ib(default=8)
+    # ceil(batch_size / mini_batch_length) windows.  null (automatic): the longest of at most 8 rows that leaves a
+    # batch at least 8 windows, and at least 2 (batch_size 16: 2; 32: 4; 64 and more: 8), so a small batch still
+    # draws from 8 places in the replay (bench/results/tiny-candidates-2026-11-29).
+    mini_batch_length: Optional[int] = attr.ib(default=None)
 
     # --- built-in sac's names (a sac config loads unchanged; see config_compat) ---
     tau: Optional[float] = compat.alias("target_update_tau", "sac")
@@ -131,8 +133,23 @@ class TaacSettings(OffPolicyBaseSettings):
 
     @mini_batch_length.validator
     def _check_length(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value is None:
+            return
         if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-            fail(attribute.name, value, "an integer >= 2 (the compare-through return needs a next step)")
+            fail(attribute.name, value, "null (automatic) or an integer >= 2 (the compare-through return needs a next step)")
+
+    #: the automatic ``mini_batch_length``: windows of at most this many rows ...
+    AUTO_WINDOW_MAX: ClassVar[int] = 8
+    #: ... and at least this many windows a batch
+    AUTO_MIN_WINDOWS: ClassVar[int] = 8
+
+    @property
+    def window_length(self) -> int:
+        """``mini_batch_length``, or when null the longest window of at most ``AUTO_WINDOW_MAX`` rows that leaves
+        ``batch_size`` at least ``AUTO_MIN_WINDOWS`` windows, never under 2."""
+        if self.mini_batch_length is not None:
+            return int(self.mini_batch_length)
+        return max(2, min(self.AUTO_WINDOW_MAX, int(self.batch_size) // self.AUTO_MIN_WINDOWS))
 
     @property
     def trajectory_kind(self) -> TrajectoryKind:

@@ -106,7 +106,7 @@ class TaacTrainer(OffPolicyTrainerBase):
     # ------------------------------------------------------------------ update
     def sample_batch(self) -> TaacBatch:
         hp = self.hyperparameters
-        length = hp.mini_batch_length
+        length = hp.window_length
         n_seq = int(math.ceil(hp.batch_size / length))
         # Uniform starts over all rows (windows may be cut short by a segment end; ``valid`` masks them).
         # Drawing only full windows would weight a segment's last rows, its terminal among them, by 1/length.

@@ -40,6 +40,17 @@ def obs_spec(n):
     return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "obs")
 
 
+@pytest.mark.parametrize("batch_size, length", [(8, 2), (16, 2), (24, 3), (32, 4), (50, 6), (64, 8), (256, 8)])
+def test_automatic_window_length_leaves_a_batch_eight_windows(batch_size, length):
+    """null: the longest window of at most 8 rows that leaves at least 8 windows a batch, never under 2; a set
+    value is kept whatever the batch."""
+    h = run_options({"batch_size": batch_size}).behaviors["Ball"].hyperparameters
+    assert h.mini_batch_length is None and h.window_length == length
+    assert run_options({"batch_size": batch_size, "mini_batch_length": 5}).behaviors["Ball"].hyperparameters.window_length == 5
+    with pytest.raises(TrainerConfigError, match="mini_batch_length.*null"):
+        run_options({"mini_batch_length": 1.5})
+
+
 def make_trainer(tmp_path, hidden_units: int = 16, **hyper):
     """A taac trainer with 16 hidden units (unless given); ``compile_update`` off unless given (compiling is tested
     in test_compiled_update.py and costs seconds per trainer)."""
@@ -202,3 +213,21 @@ def test_sample_batch_with_two_reward_streams(tmp_path):
     # A fresh switch at row 1 makes row 0 bootstrap from its own v_tp1.
     g = trainer.optimizer.stream_targets(b1, v, torch.tensor([[False, True, False]]))
     torch.testing.assert_close(g[0, 0], torch.tensor([1.0 + 0.9 * 5.0, 10.0 + 0.5 * 50.0]))
+
+
+def test_sample_batch_draws_automatic_windows(tmp_path):
+    """batch_size 16 with the automatic mini_batch_length: 8 windows of 2 rows."""
+    from mlagents_plugins.replay.buffer import ReplayBuffer
+
+    trainer = make_trainer(tmp_path, batch_size=16)
+    spec = BehaviorSpec([obs_spec(4)], ActionSpec.create_continuous(2))
+    trainer.policy = trainer.create_policy(None, spec)
+    trainer.optimizer = trainer.create_optimizer()
+    trainer.replay = ReplayBuffer(100, trainer.replay_layout(spec))
+    rng = np.random.default_rng(0)
+    rows = {name: rng.uniform(-1, 1, size=(30,) + f.shape).astype(f.dtype) for name, f in trainer.replay.fields.items()}
+    for name, source in trainer.replay.successors.items():  # a row's next observation is the next row's
+        rows[name][:-1] = rows[source][1:]
+    trainer.replay.add(rows)
+    batch = trainer.sample_batch()
+    assert batch.tau.shape == (8, 2, 2) and batch.valid.shape == (8, 2)
