@@ -242,6 +242,7 @@ def _bench(repo, argv, **kw):
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
+@pytest.mark.slow  # about 45 s; continuing an invocation is also checked by test_bench_gym's tiny invocation
 def test_killed_invocation_continues_on_its_starting_commit_and_records_every_run_once(tmp_path):
     # A repository of its own (a copy of this checkout's code, committed), so the test never depends on whether
     # this checkout has uncommitted changes.

@@ -54,6 +54,7 @@ def test_a_run_does_not_see_stats_left_by_an_earlier_one(tmp_path):
     assert "Branches" not in StatsReporter.stats_dict  # and it leaves nothing for the next one
 
 
+@pytest.mark.slow  # about 30 s; the harness's runs are checked by its short-run tests, learning by each trainer's
 def test_ppo_solves_balance_within_30k_steps(tmp_path):
     res = train_in_process(PPO, "balance", max_steps=30000, num_areas=2, output_dir=str(tmp_path))
     assert res.final_mean_reward >= SCENES["balance"].success_threshold, res.reward_curve

@@ -39,7 +39,8 @@ def _wait_for_text(path, text, count, proc, timeout_s):
     raise AssertionError(f"no {count} x {text!r} within {timeout_s} s:\n{path.read_text()[-3000:]}")
 
 
-@pytest.mark.parametrize("num_envs", [1, 2])
+# two envs: slow (about 30 s); a two-env run resuming is also tests/envs/test_e2e.py's launch-mode case
+@pytest.mark.parametrize("num_envs", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_kill_9_then_resume_at_once(tmp_path, builds, num_envs):  # noqa: F811
     base = free_base_port(num_envs)
     extra = (f"--base-port={base}", f"--num-envs={num_envs}")
