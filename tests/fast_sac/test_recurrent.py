@@ -205,7 +205,9 @@ def test_windows_see_the_cue_only_through_memory(tmp_path):
     """The z sequence is the window's observations in order: at a chunk's first row (sequence_pos 0 of an episode's
     first chunk) the cue is there, and after cue_steps it is 0 in every later position."""
     trainer = _trainer(_spec(), tmp_path, _settings(sequence_length=8, batch_size=64, time_horizon=64))
-    _collect(trainer, MEMORY_TASK, 60)
+    # past the task's time limit (tiny.TIME_LIMIT decisions), so every agent has sent at least one chunk whatever
+    # the policy's draws (60 decisions left the replay empty when no episode ended by chance)
+    _collect(trainer, MEMORY_TASK, tiny.TIME_LIMIT + 20)
     batch = trainer.sample_sequences()
     z = batch.z[0].reshape(batch.memory.shape[1], batch.positions).cpu().numpy()
     starts = ~batch.memory[0].cpu().numpy().any(axis=1)  # windows starting an episode (zero memory)
