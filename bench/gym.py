@@ -632,10 +632,10 @@ def speed_kind(records: Sequence[Dict[str, Any]], wanted: Optional[str] = None) 
     return max(clean, key=lambda k: clean[k]) if clean else None
 
 
-
 def _runs(n: int) -> str:
     """``1 run``, ``2 runs``."""
     return f"{n} run{'' if n == 1 else 's'}"
+
 
 def kinds_note(records: Sequence[Dict[str, Any]], kind: Optional[str]) -> str:
     """One sentence: the machine kind the cost columns come from, and the runs of other kinds left out of them."""
