@@ -15,6 +15,8 @@ pytestmark = pytest.mark.e2e
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLAGENTS_LEARN = os.path.join(os.path.dirname(sys.executable), "mlagents-learn")
+#: steps of the finished run the resume and bad-file tests start from (200 of random play, then an update every 4)
+FIRST_STEPS = 1000
 
 CONFIG = """
 behaviors:
@@ -59,30 +61,45 @@ def _saved_rows(text):
     return [int(m) for m in re.findall(r"Saved replay buffer \((\d+) rows\)", text)]
 
 
-def test_train_stop_resume_restores_replay_and_onnx_matches_policy(tmp_path, builds):
+#: the tests below share one finished run (the module fixture), so pytest-xdist keeps them on one worker
+GROUP = pytest.mark.xdist_group("fast_sac_e2e_finished_run")
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, builds):
+    """One short run with a saved replay buffer: (its results folder, its output).  The resume test continues a
+    copy of it; each bad-file test damages a copy."""
+    tmp_path = tmp_path_factory.mktemp("finished")
+    text = _learn(tmp_path, builds, FIRST_STEPS)
+    return tmp_path / "results", text
+
+
+@GROUP
+def test_train_stop_resume_restores_replay_and_onnx_matches_policy(tmp_path, builds, finished_run):
     from mlagents_plugins.replay.persistence import inspect_replay
 
-    first = _learn(tmp_path, builds, 1500)
+    results, first = finished_run
+    shutil.copytree(results, tmp_path / "results")
     run = tmp_path / "results" / "fs"
     replay_file = run / "Balance" / "replay_buffer.mlreplay"
     assert replay_file.is_file()
     rows_at_exit = _saved_rows(first)[-1]
     info = inspect_replay(str(replay_file), verify=True)
     assert info["verified"] and info["count"] == rows_at_exit and info["extra"]["trainer_type"] == "fast_sac"
-    assert rows_at_exit > 1000
+    assert rows_at_exit >= FIRST_STEPS
     # the default compile_update (vector observations) took the compiled path (the whole step, or the loss alone
     # where the whole step could not be compiled), or fell back with a warning
     compiled = ("fast_sac update: whole step compiled in", "fast_sac update: compiled in", "fast_sac update: torch.compile failed")
     assert any(line in first for line in compiled), first[-3000:]
 
-    second = _learn(tmp_path, builds, 2500, "--resume")
+    second = _learn(tmp_path, builds, FIRST_STEPS + 1000, "--resume")
     m = re.search(r"Loaded replay buffer from .*replay_buffer.mlreplay: (\d+) rows, write position (\d+), (\d+) updates at step (\d+)", second)
     assert m, second[-3000:]
     rows, write_pos, updates, step = map(int, m.groups())
     assert rows == rows_at_exit and write_pos == rows_at_exit % 5000
     # counters exactly as saved at exit: the update ratio carries on without burst or stall
-    assert step == info["extra"]["step"] and updates == info["extra"]["num_updates"] > 250
-    assert "Step: 2500" in second and "Step: 500." not in second
+    assert step == info["extra"]["step"] and updates == info["extra"]["num_updates"] >= 150
+    assert f"Step: {FIRST_STEPS + 1000}" in second and "Step: 500." not in second
     assert _saved_rows(second)[-1] > rows_at_exit  # kept collecting into the restored buffer
 
     # Exported ONNX == PyTorch policy on the final checkpoint (deterministic actions)
@@ -119,17 +136,10 @@ def _spec_mismatched_file(path):
     save_replay(str(path), other, {"step": 1000})
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory, builds):
-    """One short run with a saved replay buffer; each test below damages a copy of it."""
-    tmp_path = tmp_path_factory.mktemp("finished")
-    _learn(tmp_path, builds, 1000)
-    return tmp_path / "results"
-
-
+@GROUP
 @pytest.mark.parametrize("damage", ["truncated", "flipped_byte", "spec_mismatch"])
 def test_resume_with_a_bad_replay_file_fails_clearly_and_changes_no_file(tmp_path, builds, finished_run, damage):
-    shutil.copytree(finished_run, tmp_path / "results")
+    shutil.copytree(finished_run[0], tmp_path / "results")
     behavior_dir = tmp_path / "results" / "fs" / "Balance"
     replay_file = behavior_dir / "replay_buffer.mlreplay"
     good = replay_file.read_bytes()
