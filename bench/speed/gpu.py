@@ -258,8 +258,12 @@ def run_learn(trainer: str, args: argparse.Namespace, builds: str, seed: int, in
         log_path = os.path.join(work, "console.txt")
         cpu0, t0 = children_cpu_s(), time.perf_counter()
         with open(log_path, "w") as log:
+            # SIGINT handled by default in the run, as in a terminal, whatever this process inherited (started in
+            # the background of a non-interactive shell it has SIGINT ignored, and so would the run: the Ctrl+C
+            # below would then not stop it)
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                                    env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+                                    env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
+                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             stopped = False
             try:
                 proc.wait(timeout=args.run_s)
