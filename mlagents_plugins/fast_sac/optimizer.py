@@ -49,7 +49,7 @@ class FastSACOptimizer(TorchOptimizer):
             name="fast_sac update",
             max_steps=trainer_settings.max_steps,
             device=self.device,
-            small_critic_init=bool(hp.critic_small_init),
+            small_critic_init=hp.critics_start_small(self.action_spec.continuous_size, len(self.branches)),
             critic_warmup_updates=hp.critic_warmup_updates,
             neutral_critic_init=bool(hp.critic_neutral_init),
             batch_renorm=hp.batch_renorm_spec(),

@@ -255,7 +255,7 @@ class RecurrentFastSACOptimizer(TorchOptimizer):
             max_steps=trainer_settings.max_steps,
             device=self.device,
             extra_params=[p for p in self.critic_body.parameters() if p.requires_grad],
-            small_critic_init=bool(hp.critic_small_init),
+            small_critic_init=hp.critics_start_small(self.action_spec.continuous_size, len(self.branches)),
         )
         self.body_params = [p for p in self.critic_body.parameters() if p.requires_grad]
         self.target_body_params = [

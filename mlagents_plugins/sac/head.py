@@ -133,7 +133,7 @@ class SACHead:
         self.q_target: Optional[TwinQ] = None if self.joint_critic else self.q_net.make_target().to(device)
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(device)
         self.target_entropy_cont = -hp.continuous_target_entropy_scale * float(action_spec.continuous_size)
-        self.actor_min_q = hp.actor_uses_min_q(len(self.branches))
+        self.actor_min_q = hp.actor_uses_min_q(len(self.branches), action_spec.continuous_size)
         self.entropy_reward = hp.entropy_in_targets(len(self.branches))
         # Built once for the Polyak update (load_state_dict copies in place, so these stay the live tensors).
         self.q_params = [p for p in self.q_net.parameters() if p.requires_grad]

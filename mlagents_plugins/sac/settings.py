@@ -33,7 +33,9 @@ class SACHeadSettings(OffPolicyBaseSettings):
     discrete_target_entropy_scale: float = attr.ib(default=0.2, validator=unit_interval)
     # Actor objective on min(Q1, Q2) (SAC-2 paper) instead of Q1 alone (TD3, ML-Agents' sac).  Q1 alone saves one
     # critic pass per update (~15% of the step); the targets use the twin minimum either way.  null = automatic:
-    # min with discrete branches (measured on "branches": 0.82 vs 0.52 at 40k steps), Q1 for continuous-only.
+    # min with discrete actions alone (measured on "branches": 0.82 vs 0.52 at 40k steps), Q1 with any continuous
+    # action, hybrid included (built-in sac's choice; on the tiny 2c2d hybrid task the twin minimum, from critics
+    # that never saw the other sign of a continuous action, held the actor off it: bench/results/tiny-hybrid-2026-11-29).
     actor_min_q: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Whether the critics' TD targets carry the entropy bonus (soft Q, SAC-2 eq. 3).  false: they bootstrap
     # E_pi[min Q] and value the rewards alone, while the actor and the temperatures still use the entropy
@@ -61,9 +63,12 @@ class SACHeadSettings(OffPolicyBaseSettings):
     # Added to |TD error| so no row gets priority 0.
     per_epsilon: float = attr.ib(default=1.0e-6, validator=positive_float)
 
-    def actor_uses_min_q(self, num_branches: int) -> bool:
-        """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete branches."""
-        return bool(self.actor_min_q) if self.actor_min_q is not None else num_branches > 0
+    def actor_uses_min_q(self, num_branches: int, continuous_size: int) -> bool:
+        """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete actions
+        alone (no continuous action)."""
+        if self.actor_min_q is not None:
+            return bool(self.actor_min_q)
+        return num_branches > 0 and continuous_size == 0
 
     def critics_layer_normed(self, num_branches: int, hidden_units: int) -> bool:
         """Whether the critics normalize their hidden layers: ``critic_layer_norm``, or when null, without discrete

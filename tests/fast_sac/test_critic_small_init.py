@@ -1,5 +1,6 @@
 """``critic_small_init``: both critics' output layers start uniform in [-3e-3, 3e-3] (DDPG's final layer) while the
-hidden layers keep ML-Agents' initialization; off by default (bench/results/tiny-fixes-2026-11-28).
+hidden layers keep ML-Agents' initialization; null (the default) turns it on with hybrid actions only
+(bench/results/tiny-hybrid-2026-11-29, tiny-fixes-2026-11-28).
 """
 import pytest
 import torch
@@ -66,13 +67,14 @@ def test_first_q_values_and_their_action_slopes_are_near_zero():
 
 
 @pytest.mark.parametrize("cont, branches, setting, expected", [
-    (2, (), None, False), (2, (2, 2), None, False), (0, (3, 2), None, False),
-    (2, (2,), True, True), (0, (3,), True, True), (2, (), False, False),
+    # null: on with hybrid actions (one or more of each kind), off with one kind alone
+    (2, (), None, False), (2, (2, 2), None, True), (1, (3,), None, True), (0, (3, 2), None, False),
+    (2, (2,), True, True), (0, (3,), True, True), (2, (), False, False), (2, (2, 2), False, False),
 ])
 def test_setting_reaches_online_and_target_critics(tmp_path, cont, branches, setting, expected):
     hyper = {} if setting is None else {"critic_small_init": setting}
     trainer = make_trainer(behavior_spec(((4,),), cont=cont, branches=branches), tmp_path, **hyper)
-    assert trainer.hyperparameters.critic_small_init is (False if setting is None else setting)
+    assert trainer.hyperparameters.critic_small_init is setting
     for twin in (trainer.optimizer.head.q_net, trainer.optimizer.head.q_target):
         biggest = max(float(p.detach().abs().max()) for q in (twin.q1, twin.q2) for p in q.value_heads.parameters())
         assert (biggest <= SMALL_OUTPUT_INIT) is expected

@@ -84,6 +84,9 @@ def test_non_bool_flags_rejected_when_built_directly():
 def test_actor_min_q_automatic_default_follows_action_kind(tmp_path):
     assert not make_trainer(behavior_spec(cont=2), tmp_path / "c").optimizer.head.actor_min_q
     assert make_trainer(behavior_spec(cont=0, branches=(2,)), tmp_path / "d").optimizer.head.actor_min_q
+    # hybrid: Q1, as with continuous actions alone (built-in sac's objective)
+    assert not make_trainer(behavior_spec(cont=2, branches=(2, 2)), tmp_path / "h").optimizer.head.actor_min_q
+    assert make_trainer(behavior_spec(cont=2, branches=(2,)), tmp_path / "hm", actor_min_q=True).optimizer.head.actor_min_q
     assert make_trainer(behavior_spec(cont=2), tmp_path / "m", actor_min_q=True).optimizer.head.actor_min_q
 
 
