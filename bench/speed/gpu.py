@@ -39,6 +39,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from bench.speed import common
+from mlagents_plugins.util.process_lifetime import sigint_as_in_a_terminal
 
 BEHAVIOR_PREFIX = "Camera"
 SCENE_BASE = "camera"
@@ -258,12 +259,9 @@ def run_learn(trainer: str, args: argparse.Namespace, builds: str, seed: int, in
         log_path = os.path.join(work, "console.txt")
         cpu0, t0 = children_cpu_s(), time.perf_counter()
         with open(log_path, "w") as log:
-            # SIGINT handled by default in the run, as in a terminal, whatever this process inherited (started in
-            # the background of a non-interactive shell it has SIGINT ignored, and so would the run: the Ctrl+C
-            # below would then not stop it)
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work,
                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
-                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                    preexec_fn=sigint_as_in_a_terminal)  # the Ctrl+C below stops it
             stopped = False
             try:
                 proc.wait(timeout=args.run_s)

@@ -151,6 +151,14 @@ def terminate_processes(pids: Iterable[int], grace_s: float = 2.0) -> List[int]:
     return left
 
 
+def sigint_as_in_a_terminal() -> None:
+    """``preexec_fn`` for a child that is stopped with Ctrl+C (SIGINT to its process group): SIGINT handled by
+    default, as in a terminal's foreground job, whatever the caller inherited.  A process started in the background of
+    a non-interactive shell (a CI job, ``nohup ... &``) has SIGINT ignored; its children would inherit that, Python
+    would then install no KeyboardInterrupt handler, and the Ctrl+C would not stop them."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def set_parent_death_signal(sig: int) -> bool:
     """Ask Linux to send ``sig`` to this process when the thread that started it exits; False elsewhere."""
     if not sys.platform.startswith("linux"):

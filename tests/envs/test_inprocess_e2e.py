@@ -70,12 +70,9 @@ def test_ctrl_c_saves_the_model_and_leaves_nothing_running(builds, tmp_path, mod
             f"--results-dir={results}", "--no-graphics"]
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     with open(log_path, "w") as log:
-        # its own process group, as a terminal's foreground job: Ctrl+C signals the trainer and its workers.  SIGINT
-        # handled by default, as in a terminal: a test process started in the background of a non-interactive shell
-        # (a CI job) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler, so the run would
-        # train on through the Ctrl+C this test sends.
+        # its own process group, as a terminal's foreground job: Ctrl+C signals the trainer and its workers
         proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                preexec_fn=process_lifetime.sigint_as_in_a_terminal)
     try:
         deadline = time.monotonic() + 150
         while "Balance. Step: 500." not in log_path.read_text(errors="replace"):
