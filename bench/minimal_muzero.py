@@ -118,7 +118,7 @@ class MinimalMuZeroRepr:
         self.head_h = frozen_copy(self.model.h)  # h's copy, refreshed on its period
         self.read_copy = bool(hp.head_reads_target_repr)
         self.model_opt = torch.optim.Adam(self.model.parameters(), lr=hp.model_learning_rate)
-        hh, hn = hp.head_hidden_units, hp.head_num_layers
+        hh, hn = hp.head_size(net)
         self.head = swish_mlp(hp.latent_size, hh, hn)
         self.mu, self.log_sigma = torch.nn.Linear(hh, act_size), torch.nn.Linear(hh, act_size)
         normed = hp.critics_layer_normed(0, hh)  # continuous actions only

@@ -164,9 +164,10 @@ def build_muzero_repr(tmp: str, rows: int, rng: np.random.Generator, with_builti
     common.fill(trainer, spec, rows, rng)
     hp = trainer.hyperparameters
     minimal = MinimalMuZeroRepr(trainer.trainer_settings, *_obs_act(spec), rows=rows)
+    head_units, head_layers = hp.head_size(trainer.trainer_settings.network_settings)
     return Bench("muzero_repr", trainer.update_once, minimal,
                  f"batch {hp.batch_size}, K {hp.num_unroll_steps}, td {hp.td_steps}, latent {hp.latent_size}, "
-                 f"model {hp.model_num_layers}x{hp.model_hidden_units}, head {hp.head_num_layers}x{hp.head_hidden_units}",
+                 f"model {hp.model_num_layers}x{hp.model_hidden_units}, head {head_layers}x{head_units}",
                  common.optimized_parameters(trainer.optimizer, trainer.optimizer.head))
 
 

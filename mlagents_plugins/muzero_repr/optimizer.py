@@ -139,12 +139,13 @@ class MuZeroReprOptimizer(TorchOptimizer):
         # (compiled_step.py; fast_sac and taac do the same); fast_cpu_matmul: one kernel chooser per update kind,
         # so each times one kind of work.
         compile_update = compile_wanted(hp.compile_update, self.spec.observation_specs)
+        head_units, head_layers = hp.head_size(trainer_settings.network_settings)  # as the actor's (trainer.py)
         self.head = SACHead(
             hp,
             self.action_spec,
             self.stream_names,
             [latent_observation_spec(hp.latent_size)],
-            NetworkSettings(hidden_units=hp.head_hidden_units, num_layers=hp.head_num_layers),
+            NetworkSettings(hidden_units=head_units, num_layers=head_layers),
             actor_params=self.actor.head_parameters(),
             loss_fn=self._rl_total,
             compile_update=compile_update,

@@ -10,7 +10,7 @@ refused unless left at what muzero_repr can do: ``reward_signal_steps_per_update
 providers to update).  Validators raise
 ``TrainerConfigError`` naming the field, the value and what is allowed.
 """
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence, Tuple
 
 import attr
 
@@ -100,9 +100,11 @@ class MuZeroReprSettings(SACHeadSettings):
     # (faster on the tuning scene "reach"; docs/muzero_repr.md "rl_gradient_to_repr with discrete actions"), off
     # for vector observations with continuous (or hybrid) actions.
     rl_gradient_to_repr: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
-    # Hidden units / layers of the actor and critics on top of the latent.
-    head_hidden_units: int = attr.ib(default=128, validator=positive_int)
-    head_num_layers: int = attr.ib(default=2, validator=positive_int)
+    # Hidden units / layers of the actor and critics on top of the latent; null = automatic: network_settings'
+    # hidden_units / num_layers, the size a user's sac config gives its actor and critics (a fixed 2x128 head at
+    # a tiny config's learning rate 5e-3 collapsed the discrete actor: bench/results/muzero-tiny-2026-11-29).
+    head_hidden_units: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
+    head_num_layers: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
     # --- what the SAC head reads (issue #52; docs/muzero_repr.md, Algorithm, "What the head reads") ---
     # The SAC head (critic, actor loss, acting policy and the exported actor) reads a target copy of h that holds
     # still between refreshes, instead of h itself (MR.Q; SPR's EMA target); the critic's gradient then cannot reach
@@ -136,6 +138,13 @@ class MuZeroReprSettings(SACHeadSettings):
         return self.head_reads_target(observation_specs, action_spec) or (
             bool(self.train_repr_prediction) and self.repr_prediction_target == "target"
         )
+
+    def head_size(self, network_settings: Any) -> Tuple[int, int]:
+        """(hidden units, hidden layers) of the SAC head's actor and critics: ``head_hidden_units`` and
+        ``head_num_layers``, each when null taken from ``network_settings`` (``hidden_units``, ``num_layers``)."""
+        units = network_settings.hidden_units if self.head_hidden_units is None else self.head_hidden_units
+        layers = network_settings.num_layers if self.head_num_layers is None else self.head_num_layers
+        return int(units), int(layers)
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``VISUAL_SHIFT_PAD`` with visual observations and 0 without."""

@@ -60,6 +60,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         self.shift_pad = hp.shift_pad(behavior_spec.observation_specs)
         # model_update_interval resolved the same way (null: automatic); update_once reads it.
         self.model_update_interval = hp.model_interval(behavior_spec.observation_specs)
+        head_units, head_layers = hp.head_size(self.trainer_settings.network_settings)
         return LeanPolicy(
             self.seed,
             behavior_spec,
@@ -67,8 +68,8 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             MuZeroActor,
             {
                 "latent_size": hp.latent_size,
-                "head_hidden_units": hp.head_hidden_units,
-                "head_num_layers": hp.head_num_layers,
+                "head_hidden_units": head_units,
+                "head_num_layers": head_layers,
                 "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec),
                 "conditional_sigma": True,
                 "tanh_squash": True,

@@ -14,7 +14,8 @@ def muzero_reward(t: int) -> float:
     return 0.5 * t - 1.0
 
 
-def make_trainer(spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0, normalize: bool = False, **hyper) -> MuZeroReprTrainer:
+def make_trainer(spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0, normalize: bool = False,
+                 network_hidden_units: int = 16, network_num_layers: int = 1, **hyper) -> MuZeroReprTrainer:
     hp = dict(batch_size=8, buffer_size=300, buffer_init_steps=0, steps_per_update=1.0, latent_size=8,
               model_hidden_units=16, model_num_layers=1, head_hidden_units=16, head_num_layers=1,
               num_unroll_steps=3, td_steps=4, support_size=3,
@@ -22,8 +23,8 @@ def make_trainer(spec: BehaviorSpec, tmp_path, load: bool = False, seed: int = 0
     hp.update(hyper)
     settings = TrainerSettings(trainer_type="muzero_repr", hyperparameters=MuZeroReprSettings(**hp),
                                max_steps=10000, summary_freq=10**9)
-    settings.network_settings.hidden_units = 16
-    settings.network_settings.num_layers = 1
+    settings.network_settings.hidden_units = network_hidden_units
+    settings.network_settings.num_layers = network_num_layers
     settings.network_settings.normalize = normalize
     trainer = MuZeroReprTrainer("B", 10, settings, True, load, seed, str(tmp_path / "B"))
     bid = BehaviorIdentifiers.from_name_behavior_id("B?team=0")

@@ -2,6 +2,7 @@
 import attr
 import cattr
 import pytest
+import torch
 from mlagents.trainers.exception import TrainerConfigError
 
 from mlagents_plugins.fast_sac.settings import FastSACSettings
@@ -63,6 +64,29 @@ def test_automatic_defaults_follow_the_observations_and_actions(tmp_path, rl_gra
     assert bool(h_params & rl_params) is expected[0]
 
 
+@pytest.mark.parametrize("units, layers, expected", [(None, None, (24, 3)), (40, None, (40, 3)), (None, 1, (24, 1)),
+                                                     (40, 2, (40, 2))])
+def test_head_size_follows_network_settings_unless_set(tmp_path, units, layers, expected):
+    """null: the SAC head's actor and critics take network_settings' hidden_units / num_layers (24 x 3 here, not the
+    latent's or the model's sizes); a set value wins.  Checked where it acts: the Linear layers of the actor's head
+    and of both critics (the critic's first layer also reads the latent and the actions)."""
+    from tests.builders import behavior_spec
+    from tests.muzero_repr.muzero_helpers import make_trainer
+
+    spec = behavior_spec(((5,),), cont=2, branches=())
+    trainer = make_trainer(spec, tmp_path, head_hidden_units=units, head_num_layers=layers, latent_size=6,
+                           network_hidden_units=24, network_num_layers=3)
+    assert trainer.hyperparameters.head_size(trainer.trainer_settings.network_settings) == expected
+    head = [m for m in trainer.policy.actor.network_body.head.modules() if isinstance(m, torch.nn.Linear)]
+    assert [m.out_features for m in head] == [expected[0]] * expected[1]
+    assert head[0].in_features == 6  # the latent
+    for q in (trainer.optimizer.critic.q1, trainer.optimizer.critic.q2):
+        hidden = [m.out_features for m in q.modules() if isinstance(m, torch.nn.Linear)][:-1]
+        assert hidden == [expected[0]] * expected[1]
+    rep = [m.out_features for m in trainer.policy.actor.representation.body.modules() if isinstance(m, torch.nn.Linear)]
+    assert rep == [24] * 3  # h's body keeps network_settings' size whatever the head's
+
+
 @pytest.mark.parametrize(
     "field,value,allowed",
     [
@@ -75,6 +99,8 @@ def test_automatic_defaults_follow_the_observations_and_actions(tmp_path, rl_gra
         ("random_shift_pad", -1, "an integer >= 0 or null"),
         ("model_update_interval", 0, "an integer >= 1 or null"),
         ("value_loss_weight", -0.1, ">= 0"),
+        ("head_hidden_units", 0, "an integer >= 1 or null"),
+        ("head_num_layers", -2, "an integer >= 1 or null"),
     ],
 )
 def test_bad_values_raise_trainer_config_error(field, value, allowed):
