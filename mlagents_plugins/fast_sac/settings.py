@@ -28,14 +28,6 @@ class FastSACSettings(SACHeadSettings):
     # automatic: DrQ's 4 pixels at 84x84 scaled to the frame size (at least 1) with camera observations, off
     # without (docs/fast_sac.md "Image augmentation").
     random_shift_pad: Optional[int] = attr.ib(default=None, validator=optional_non_negative_int)
-    # Both critics' output layers start small: weights and biases uniform in [-3e-3, 3e-3] (DDPG's final layer,
-    # Lillicrap et al. 2016) instead of ML-Agents' initialization, so the first Q values and their slopes in the
-    # continuous actions are near 0 and the actor does not follow a random slope before the rewards have shaped one.
-    # null = automatic: on with hybrid actions (continuous and discrete), off otherwise.  With hybrid actions it
-    # kept the continuous actions of the tiny 2c2d task off the sign a fresh critic's random slope picked (with the
-    # actor on Q1, actor_min_q null: 6 of 6 seeds against 0 of 6); with continuous actions alone it cost the tiny
-    # entity task (3/3 -> 2/3) (bench/results/tiny-hybrid-2026-11-29, tiny-fixes-2026-11-28).
-    critic_small_init: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # The first this many gradient updates train the critics alone: the actor and the temperatures stay as
     # initialized, so the policy keeps acting broadly while the critics learn from what it does, instead of
     # following the fresh critics' random slopes into a saturated action before any reward has shaped them
@@ -95,12 +87,6 @@ class FastSACSettings(SACHeadSettings):
         if not self.critic_batch_renorm:
             return None
         return float(self.batch_renorm_momentum), int(self.batch_renorm_warmup)
-
-    def critics_start_small(self, continuous_size: int, num_branches: int) -> bool:
-        """Whether both critics' output layers start small: ``critic_small_init``, or when null, with hybrid actions."""
-        if self.critic_small_init is not None:
-            return bool(self.critic_small_init)
-        return continuous_size > 0 and num_branches > 0
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""

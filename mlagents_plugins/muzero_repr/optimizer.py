@@ -155,6 +155,7 @@ class MuZeroReprOptimizer(TorchOptimizer):
             extra_params=(
                 list(self.actor.representation.parameters()) if self.actor.network_body.rl_gradient_to_repr else None
             ),
+            small_critic_init=hp.critics_start_small(self.action_spec.continuous_size, len(self.branches)),
         )
         self.model_matmul = MatmulKernelChooser(self.device, hp.fast_cpu_matmul)
         self.model_step = CompiledStep(self._model_total, compile_update, "muzero_repr model update")

@@ -74,7 +74,7 @@ class SACHead:
         ``compute_losses``), run through ``torch.compile`` when ``compile_update`` (eager fallback), its kernels
         chosen first.
     :param small_critic_init: the critics' output layers start small (``TwinQ``'s ``small_output_init``; fast_sac's
-        ``critic_small_init``); off: ML-Agents' initialization (muzero_repr).
+        ``critic_small_init``, which muzero_repr shares); off: ML-Agents' initialization.
     :param critic_warmup_updates: the first this many updates train the critics alone (fast_sac's
         ``critic_warmup_updates``): their step differentiates only ``q1_loss + q2_loss`` of ``loss_fn``'s
         ``SACLosses``, eagerly, so the actor and the temperatures get no gradient and Adam leaves them (and their

@@ -54,6 +54,15 @@ class SACHeadSettings(OffPolicyBaseSettings):
     # of what it had learned under a constant learning rate ("balance", "balance_distractors"), off with discrete
     # branches (on "hybrid" it fell with it).  docs/fast_sac.md "Critic layer normalization".
     critic_layer_norm: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
+    # Both critics' output layers start small: weights and biases uniform in [-3e-3, 3e-3] (DDPG's final layer,
+    # Lillicrap et al. 2016) instead of ML-Agents' initialization, so the first Q values and their slopes in the
+    # continuous actions are near 0 and the actor does not follow a random slope before the rewards have shaped one.
+    # null = automatic: on with hybrid actions (continuous and discrete), off otherwise.  With hybrid actions it
+    # kept the continuous actions of the tiny 2c2d task off the sign a fresh critic's random slope picked (with the
+    # actor on Q1, actor_min_q null: 6 of 6 seeds against 0 of 6); with continuous actions alone it cost the tiny
+    # entity task (3/3 -> 2/3) (bench/results/tiny-hybrid-2026-11-29, tiny-fixes-2026-11-28); muzero_repr's critics on
+    # the latent follow the same rule (bench/results/muzero-tiny-2026-11-29).
+    critic_small_init: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Prioritized replay (Schaul et al. 2016): sample rows in proportion to (|TD error| + eps)^alpha.
     prioritized_replay: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Priority exponent alpha (0 = uniform).
@@ -62,6 +71,12 @@ class SACHeadSettings(OffPolicyBaseSettings):
     per_beta: float = attr.ib(default=0.4, validator=unit_interval)
     # Added to |TD error| so no row gets priority 0.
     per_epsilon: float = attr.ib(default=1.0e-6, validator=positive_float)
+
+    def critics_start_small(self, continuous_size: int, num_branches: int) -> bool:
+        """Whether both critics' output layers start small: ``critic_small_init``, or when null, with hybrid actions."""
+        if self.critic_small_init is not None:
+            return bool(self.critic_small_init)
+        return continuous_size > 0 and num_branches > 0
 
     def actor_uses_min_q(self, num_branches: int, continuous_size: int) -> bool:
         """Whether the actor's objective is ``min(Q1, Q2)``: ``actor_min_q``, or when null, with discrete actions

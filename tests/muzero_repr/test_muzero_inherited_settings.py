@@ -38,6 +38,8 @@ EFFECTS = [
     ("entropy_reward", None, True, dict(cont=0, branches=(3,)), {}),
     ("critic_layer_norm", True, False, dict(cont=2), {}),
     ("critic_layer_norm", None, True, dict(cont=0, branches=(3,)), {}),
+    ("critic_small_init", False, True, dict(cont=2), {}),
+    ("critic_small_init", None, False, dict(cont=2, branches=(3,)), {}),  # null: on with hybrid actions
     ("prioritized_replay", False, True, dict(cont=2), {}),
     ("per_alpha", 0.6, 0.2, dict(cont=2), {"prioritized_replay": True}),
     ("per_beta", 0.4, 0.9, dict(cont=2), {"prioritized_replay": True}),

@@ -137,13 +137,13 @@ def test_sac_head_defaults_are_fast_sacs():
     """Every field muzero_repr inherits from fast_sac (the SAC head and the off-policy base) defaults to fast_sac's
     value, so a config that leaves them unset trains the same SAC head in both trainers (init_entcoef included)."""
     ours, theirs = MuZeroReprSettings(), FastSACSettings()
-    # fast_sac's own settings, not the shared SAC head's: muzero_repr's critics read the latent (the critic
-    # initializations and warm-up, CrossQ's critic options).
-    fast_sac_only = {"critic_small_init", "critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm",
+    # fast_sac's own settings, not the shared SAC head's: muzero_repr's critics read the latent (the warm-up, the
+    # neutral initialization, CrossQ's critic options); the small output initialization is the head's, shared.
+    fast_sac_only = {"critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm",
                      "batch_renorm_momentum", "batch_renorm_warmup", "critic_hidden_units", "adam_beta1",
                      "actor_update_every", "burn_in"}
     fields = [f.name for f in attr.fields(FastSACSettings) if f.name not in fast_sac_only]
-    assert "init_entcoef" in fields and "actor_min_q" in fields
-    assert not hasattr(ours, "critic_small_init") and not hasattr(ours, "critic_warmup_updates")
+    assert "init_entcoef" in fields and "actor_min_q" in fields and "critic_small_init" in fields
+    assert not hasattr(ours, "critic_warmup_updates")
     differing = {n: (getattr(ours, n), getattr(theirs, n)) for n in fields if getattr(ours, n) != getattr(theirs, n)}
     assert differing == {}
