@@ -9,7 +9,6 @@ from mlagents_plugins.common.image_augment import automatic_shift_pad
 from mlagents_plugins.common.validators import (
     fail,
     non_negative_int,
-    optional_bool,
     optional_non_negative_int,
     optional_positive_int,
     positive_int,
