@@ -31,6 +31,7 @@ from bench.minimal_sac import SETTINGS as SAC_SETTINGS
 SETTINGS = dict(
     {name: meaning for name, meaning in SAC_SETTINGS.items() if name not in FAST_SAC_OWN},
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions, as fast_sac)",
+    critic_small_init="checked: automatic/false (ML-Agents' initialization: continuous actions only, no hybrid)",
     latent_size="latent width", model_hidden_units="g/f width", model_num_layers="g/f depth",
     num_unroll_steps="K", td_steps="n", recurrent_gradient_scaling_factor="gradient scale into g",
     support_size="categorical atoms (checked >= 1)", value_transform="checked: true",
@@ -106,6 +107,8 @@ class MinimalMuZeroRepr:
         hp, net = settings.hyperparameters, settings.network_settings
         if hp.actor_min_q:
             raise ValueError("the minimal muzero_repr loop covers the Q1 actor objective only")
+        if hp.critic_small_init:
+            raise ValueError("the minimal muzero_repr loop covers ML-Agents' critic initialization only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
                 or hp.rl_gradient_to_repr is True or hp.prioritized_replay or hp.model_update_interval != 1
