@@ -31,7 +31,6 @@ from bench.minimal_sac import SETTINGS as SAC_SETTINGS
 SETTINGS = dict(
     {name: meaning for name, meaning in SAC_SETTINGS.items() if name not in FAST_SAC_OWN},
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions, as fast_sac)",
-    critic_small_init="checked: automatic/false (ML-Agents' initialization: continuous actions only, no hybrid)",
     latent_size="latent width", model_hidden_units="g/f width", model_num_layers="g/f depth",
     num_unroll_steps="K", td_steps="n", recurrent_gradient_scaling_factor="gradient scale into g",
     support_size="categorical atoms (checked >= 1)", value_transform="checked: true",

@@ -41,7 +41,7 @@ SETTINGS = dict(
     burn_in="no work: no network_settings.memory (refused without it)",
 )
 #: fast_sac's own settings (not the SAC head's): muzero_repr's minimal loop leaves them out.
-FAST_SAC_OWN = ("critic_small_init", "critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm", "batch_renorm_momentum", "batch_renorm_warmup",
+FAST_SAC_OWN = ("critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm", "batch_renorm_momentum", "batch_renorm_warmup",
                 "critic_hidden_units", "adam_beta1", "actor_update_every", "burn_in")
 
 
