@@ -95,11 +95,10 @@ class MuZeroReprSettings(SACHeadSettings):
     # rl_gradient_to_repr (docs/muzero_repr.md "Automatic pixel defaults").
     random_shift_pad: Optional[int] = attr.ib(default=None, validator=optional_non_negative_int)
     # --- RL head ---
-    # Let the critic's TD loss backpropagate into the representation (ALF default: off); null = automatic: on
-    # whenever the head reads h (off when it reads h's target copy, which passes no gradient).  The model's losses
-    # alone left "camera" at random play, were slower on "reach" (discrete) and on "reach_continuous" (vector,
-    # continuous: median steps to threshold 18k with the gradient, fast_sac's 18k, against 22k without it);
-    # docs/muzero_repr_defaults.md "The critic's gradient in h".
+    # Let the critic's TD loss backpropagate into the representation (ALF default: off); null = automatic: on with
+    # visual observations (the model's losses alone left "camera" at random play) and with discrete actions only
+    # (faster on the tuning scene "reach"; docs/muzero_repr.md "rl_gradient_to_repr with discrete actions"), off
+    # for vector observations with continuous (or hybrid) actions.
     rl_gradient_to_repr: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Hidden units / layers of the actor and critics on top of the latent; null = automatic: network_settings'
     # hidden_units / num_layers, the size a user's sac config gives its actor and critics (a fixed 2x128 head at
@@ -123,10 +122,12 @@ class MuZeroReprSettings(SACHeadSettings):
     repr_prediction_loss: str = attr.ib(default="cosine", validator=one_of("cosine", "mse"))
 
     def repr_gets_rl_gradient(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
-        """``rl_gradient_to_repr``, or when null, whether the head reads h itself (not its target copy)."""
+        """``rl_gradient_to_repr``, or when null, whether there are visual observations or only discrete actions."""
         if self.rl_gradient_to_repr is not None:
             return bool(self.rl_gradient_to_repr)
-        return not self.head_reads_target_repr  # the target copy passes no gradient into h
+        if self.head_reads_target_repr:  # the head reads the target copy: no gradient path into h
+            return False
+        return has_visual(observation_specs) or action_spec.continuous_size == 0
 
     def head_reads_target(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
         """Whether the SAC head reads h's target copy (``head_reads_target_repr``; the same for every behavior)."""
