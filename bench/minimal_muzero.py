@@ -42,7 +42,7 @@ SETTINGS = dict(
     model_target_update_period="target model period", model_learning_rate="model Adam step size",
     model_update_interval="checked: 1", model_updates_per_interval="checked: 1",
     model_grad_clip="model norm clip", random_shift_pad="no work: vector observations (automatic: 0 for vectors)",
-    rl_gradient_to_repr="checked: false (automatic: false for vectors)", head_hidden_units="head width", head_num_layers="head depth",
+    rl_gradient_to_repr="checked: false (automatic: true while the head reads h)", head_hidden_units="head width", head_num_layers="head depth",
     head_reads_target_repr="the head reads h's copy when true, h when false",
     head_repr_update_tau="head's target h Polyak rate", head_repr_update_period="head's target h period",
     repr_prediction_target="no work: train_repr_prediction false", repr_prediction_loss="no work: train_repr_prediction false",
@@ -110,7 +110,7 @@ class MinimalMuZeroRepr:
             raise ValueError("the minimal muzero_repr loop covers ML-Agents' critic initialization only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         if (hp.support_size < 1 or hp.train_game_over or hp.train_repr_prediction or hp.policy_loss_weight > 0
-                or hp.rl_gradient_to_repr is True or hp.prioritized_replay or hp.model_update_interval != 1
+                or (hp.rl_gradient_to_repr is not False and not hp.head_reads_target_repr) or hp.prioritized_replay or hp.model_update_interval != 1
                 or hp.model_updates_per_interval != 1 or not hp.value_transform or hp.actions_after_end != "repeat"):
             raise ValueError("the minimal muzero_repr loop covers the shipped balance config's options only")
         self.hp = hp

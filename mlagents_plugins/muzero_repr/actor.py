@@ -35,7 +35,8 @@ class LatentBody(nn.Module):
     the optimizer's refresh) and, with ``read_target``, the head reads that copy instead of h.  Two buffers are
     checkpointed with it: ``model_updates`` (the optimizer's count of model updates, so the refresh cadences
     continue on resume) and ``target_synced`` (0 until the copy was written from h once, so a checkpoint saved
-    before the copy existed gets it from the loaded h: ``sync_target_after_load``).
+    before the copy existed gets it from the loaded h: ``sync_target_after_load``); a third, ``critic_gradient``,
+    records ``rl_gradient_to_repr`` for resumed runs.
     """
 
     def __init__(
@@ -56,6 +57,9 @@ class LatentBody(nn.Module):
         self.read_target = read_target
         self.h_size = hidden_units
         self.register_buffer("model_updates", torch.zeros((), dtype=torch.long))
+        # Whether the critic's gradient trains h in this run (1) or not (0), checkpointed so that a resumed run keeps
+        # it (MuZeroReprSettings.repr_gets_rl_gradient reads it from the checkpoint before the optimizer is built).
+        self.register_buffer("critic_gradient", torch.tensor(int(rl_gradient_to_repr), dtype=torch.long))
         self.target_representation: Optional[Representation] = None
         if target_repr:
             self.target_representation = target_copy(representation)

@@ -39,6 +39,10 @@ VECTOR_MODEL_UPDATE_INTERVAL = 2
 VISUAL_SHIFT_PAD = 2
 
 
+#: ``repr_gets_rl_gradient``'s ``saved`` for a run that starts from no checkpoint.
+NO_CHECKPOINT = object()
+
+
 def has_visual(observation_specs: Sequence[Any]) -> bool:
     """Whether any observation is an image (rank 3, as the replay stores camera frames)."""
     return any(is_compact_obs(spec.shape) for spec in observation_specs)
@@ -95,10 +99,12 @@ class MuZeroReprSettings(SACHeadSettings):
     # rl_gradient_to_repr (docs/muzero_repr.md "Automatic pixel defaults").
     random_shift_pad: Optional[int] = attr.ib(default=None, validator=optional_non_negative_int)
     # --- RL head ---
-    # Let the critic's TD loss backpropagate into the representation (ALF default: off); null = automatic: on with
-    # visual observations (the model's losses alone left "camera" at random play) and with discrete actions only
-    # (faster on the tuning scene "reach"; docs/muzero_repr.md "rl_gradient_to_repr with discrete actions"), off
-    # for vector observations with continuous (or hybrid) actions.
+    # Let the critic's TD loss backpropagate into the representation (ALF default: off); null = automatic: on
+    # whenever the head reads h (off when it reads h's target copy, which passes no gradient).  The model's losses
+    # alone left "camera" at random play and were slower on "reach" and "reach_continuous"
+    # (docs/muzero_repr_defaults.md "rl_gradient_to_repr: the critic's gradient in h").  A run resumed from a
+    # checkpoint keeps the value it trained with (written in the checkpoint); a checkpoint from before 0.3.0 has none
+    # and resolves by those versions' rule: on with visual observations or discrete actions only.
     rl_gradient_to_repr: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Hidden units / layers of the actor and critics on top of the latent; null = automatic: network_settings'
     # hidden_units / num_layers, the size a user's sac config gives its actor and critics (a fixed 2x128 head at
@@ -121,13 +127,20 @@ class MuZeroReprSettings(SACHeadSettings):
     repr_prediction_target: str = attr.ib(default="online", validator=one_of("online", "target"))
     repr_prediction_loss: str = attr.ib(default="cosine", validator=one_of("cosine", "mse"))
 
-    def repr_gets_rl_gradient(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
-        """``rl_gradient_to_repr``, or when null, whether there are visual observations or only discrete actions."""
+    def repr_gets_rl_gradient(self, observation_specs: Sequence[Any], action_spec: Any, saved: Any = NO_CHECKPOINT
+                              ) -> bool:
+        """``rl_gradient_to_repr``, or when null: off when the head reads h's target copy, else what a resumed
+        checkpoint trained with (``saved``: True / False from its ``critic_gradient`` buffer, None for a checkpoint
+        written before that buffer existed (before 0.3.0), which resolves by those versions' rule), else on."""
         if self.rl_gradient_to_repr is not None:
             return bool(self.rl_gradient_to_repr)
         if self.head_reads_target_repr:  # the head reads the target copy: no gradient path into h
             return False
-        return has_visual(observation_specs) or action_spec.continuous_size == 0
+        if saved is None:  # a checkpoint from before the buffer: its version's rule, so its optimizer state loads
+            return has_visual(observation_specs) or action_spec.continuous_size == 0
+        if saved is NO_CHECKPOINT:
+            return True
+        return bool(saved)
 
     def head_reads_target(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
         """Whether the SAC head reads h's target copy (``head_reads_target_repr``; the same for every behavior)."""

@@ -9,12 +9,14 @@ head's ``sample_starts``, as fast_sac) from the base's numpy generator, DrQ shif
 episode's end from ``torch_rng``.  ``muzero_repr/batch.py`` turns the rows into typed batches; the optimizer's
 ``update_model`` and ``update_rl`` take them.  The model update's value errors become the priorities here.
 """
-from typing import Dict, Optional, cast
+import os
+from typing import Any, Dict, Optional, cast
 
 import numpy as np
 
 from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+from mlagents.trainers.model_saver.torch_model_saver import DEFAULT_CHECKPOINT_NAME as CHECKPOINT_NAME
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
 
@@ -28,7 +30,7 @@ from mlagents_plugins.muzero_repr.optimizer import (
     MuZeroReprOptimizer,
     check_reward_signals,
 )
-from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
+from mlagents_plugins.muzero_repr.settings import NO_CHECKPOINT, MuZeroReprSettings
 from mlagents_plugins.offpolicy.trainer import OffPolicyTrainerBase
 from mlagents_plugins.sac import losses as sac_losses
 from mlagents_plugins.sac.batch import SACBatch, annealed_per_beta, sample_starts
@@ -70,7 +72,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
                 "latent_size": hp.latent_size,
                 "head_hidden_units": head_units,
                 "head_num_layers": head_layers,
-                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec),
+                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec, self._saved_critic_gradient()),
                 "conditional_sigma": True,
                 "tanh_squash": True,
                 "target_repr": hp.needs_target_repr(specs, action_spec),
@@ -78,13 +80,31 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             },
         )
 
+    def _saved_critic_gradient(self) -> Any:
+        """What the checkpoint this run starts from (``--resume``, or ``--initialize-from``) trained with: True /
+        False from its ``critic_gradient`` buffer, None when it has none (written before 0.3.0), ``NO_CHECKPOINT``
+        for a fresh run.  Read before the optimizer is built, because the head's Adam holds h's parameters only
+        with the gradient on, and a checkpoint's optimizer state loads only into the same parameter groups."""
+        init = self.trainer_settings.init_path
+        path = init if init else (os.path.join(self.artifact_path, CHECKPOINT_NAME) if self.load else None)
+        if path and os.path.isdir(path):
+            path = os.path.join(path, CHECKPOINT_NAME)
+        if not path or not os.path.isfile(path):
+            return NO_CHECKPOINT
+        policy_state = torch.load(path, map_location="cpu").get("Policy", {})
+        saved = policy_state.get("network_body.critic_gradient")
+        return None if saved is None else bool(int(saved))
+
     def create_optimizer(self) -> MuZeroReprOptimizer:
         return MuZeroReprOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
 
     def after_add_policy(self, policy) -> None:
         super().after_add_policy(policy)
-        # The checkpoint is loaded now: a target copy of h it did not hold starts as a copy of the loaded h.
-        cast(MuZeroActor, cast(TorchPolicy, policy).actor).network_body.sync_target_after_load()
+        # The checkpoint is loaded now: a target copy of h it did not hold starts as a copy of the loaded h, and the
+        # critic-gradient record says what this run does (a set rl_gradient_to_repr may differ from the loaded one).
+        body = cast(MuZeroActor, cast(TorchPolicy, policy).actor).network_body
+        body.sync_target_after_load()
+        body.critic_gradient.fill_(int(body.rl_gradient_to_repr))
 
     def per_beta(self) -> float:
         """PER importance-sampling exponent now (``batch.annealed_per_beta``: ``per_beta`` -> 1 at ``max_steps``)."""

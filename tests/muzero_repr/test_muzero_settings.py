@@ -37,15 +37,15 @@ def test_automatic_model_update_interval_follows_the_observations(tmp_path, inte
 
 
 @pytest.mark.parametrize("rl_grad, pad, visual, actions, expected", [
-    (None, None, True, "continuous", (True, 2)), (None, None, False, "continuous", (False, 0)),
-    (None, None, False, "discrete", (True, 0)), (None, None, False, "hybrid", (False, 0)),
+    (None, None, True, "continuous", (True, 2)), (None, None, False, "continuous", (True, 0)),
+    (None, None, False, "discrete", (True, 0)), (None, None, False, "hybrid", (True, 0)),
     (None, None, True, "discrete", (True, 2)),
     (False, 0, True, "continuous", (False, 0)), (False, None, False, "discrete", (False, 0)),
     (True, 3, False, "continuous", (True, 3)),
 ])
 def test_automatic_defaults_follow_the_observations_and_actions(tmp_path, rl_grad, pad, visual, actions, expected):
-    """null: the critic's gradient in h with images or with discrete actions only (not continuous or hybrid ones),
-    DrQ shifts of 2 pixels with images only; set values win.  Checked where they act: the actor's latent, the RL
+    """null: the critic's gradient in h whatever the observations and actions (the head reads h), DrQ shifts of 2
+    pixels with images only; set values win.  Checked where they act: the actor's latent, the RL
     optimizer's groups and the replay batches' shift."""
     from tests.builders import behavior_spec
     from tests.muzero_repr.muzero_helpers import make_trainer

@@ -32,7 +32,8 @@ def _trainer(tmp_path, load=False, seed=0, spec_args=VECTOR_CONT, **hyper):
 
 # ---------------------------------------------------------------- settings
 @pytest.mark.parametrize("obs_shapes,cont,branches,rl_grad,reads,grad", [
-    (((4,),), 2, (), None, False, False),  # the default: the head reads h; no critic gradient for vectors + continuous
+    (((4,),), 2, (), None, False, True),  # the default: the head reads h, and the critic's gradient trains it
+    (((4,),), 2, (), False, False, False),  # set values win
     (((4,),), 0, (3,), None, False, True),  # discrete only: the critic's gradient trains h automatically
     (((4,),), 2, (), None, True, False),
     (((4,),), 0, (3,), None, True, False),  # reading the copy turns the automatic critic gradient off
