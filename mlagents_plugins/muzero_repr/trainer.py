@@ -85,10 +85,9 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         False from its ``critic_gradient`` buffer, None when it has none (written before 0.3.0), ``NO_CHECKPOINT``
         for a fresh run.  Read before the optimizer is built, because the head's Adam holds h's parameters only
         with the gradient on, and a checkpoint's optimizer state loads only into the same parameter groups."""
+        # The file ML-Agents' model saver loads: init_path (a full file path by then) wins over --resume.
         init = self.trainer_settings.init_path
         path = init if init else (os.path.join(self.artifact_path, CHECKPOINT_NAME) if self.load else None)
-        if path and os.path.isdir(path):
-            path = os.path.join(path, CHECKPOINT_NAME)
         if not path or not os.path.isfile(path):
             return NO_CHECKPOINT
         policy_state = torch.load(path, map_location="cpu").get("Policy", {})
