@@ -1,5 +1,6 @@
 """muzero_repr test wiring: a trainer without an environment, filled replay (specs, trajectories: tests/builders.py)."""
 import numpy as np
+import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.settings import TrainerSettings
 from mlagents_envs.base_env import BehaviorSpec
@@ -37,3 +38,18 @@ def fill(trainer: MuZeroReprTrainer, spec: BehaviorSpec, rng: np.random.Generato
     for i in range(n_traj):
         trainer._process_trajectory(trajectory(spec, 5 + i, rng, done=(i % 2 == 0), interrupted=(i % 3 == 1),
                                                agent_id=f"a{i % 2}", reward=muzero_reward))
+
+
+def save_checkpoint_at(trainer: MuZeroReprTrainer, step: int = 40) -> None:
+    """Write the trainer's checkpoint as ``mlagents-learn`` does at ``step`` (the step the loaded run resumes at)."""
+    trainer._step = step
+    trainer.policy.set_step(step)
+    trainer.save_model()
+
+
+def drop_from_checkpoint(path, key: str, module: str = "Policy") -> None:
+    """Remove ``key`` from ``module``'s saved state in the checkpoint at ``path``, as a checkpoint written before
+    that state existed lacks it."""
+    state = torch.load(path)
+    del state[module][key]
+    torch.save(state, path)

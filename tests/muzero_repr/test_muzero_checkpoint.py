@@ -1,7 +1,7 @@
 """A checkpoint restores the learned model, its target, the RL head and all optimizer states exactly."""
 import numpy as np
 
-from .muzero_helpers import fill, make_trainer
+from .muzero_helpers import fill, make_trainer, save_checkpoint_at
 from tests.builders import assert_same_state, behavior_spec
 
 
@@ -18,9 +18,7 @@ def test_checkpoint_round_trip(tmp_path):
     fill(trainer, spec, np.random.default_rng(0))
     for _ in range(4):
         trainer.update_once()
-    trainer._step = 40
-    trainer.policy.set_step(40)
-    trainer.save_model()
+    save_checkpoint_at(trainer)
     saved = _state(trainer)
     fresh = make_trainer(spec, tmp_path, seed=2)  # different init, not loaded
     try:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from .muzero_helpers import fill, make_trainer
+from .muzero_helpers import drop_from_checkpoint, fill, make_trainer, save_checkpoint_at
 from tests.builders import behavior_spec
 
 VECTOR_CONT = behavior_spec(((5,),), cont=2)
@@ -30,9 +30,7 @@ def _trained_and_saved(spec, tmp_path, **hyper):
     fill(trainer, spec, np.random.default_rng(3))
     for _ in range(3):
         trainer.update_once()
-    trainer._step = 40
-    trainer.policy.set_step(40)
-    trainer.save_model()
+    save_checkpoint_at(trainer)
     return trainer
 
 
@@ -51,10 +49,7 @@ def test_a_fresh_run_takes_the_gradient_and_its_resume_keeps_it_with_the_optimiz
 @pytest.mark.parametrize("spec,expected", [(VECTOR_CONT, False), (VECTOR_DISCRETE, True)])
 def test_a_checkpoint_without_the_record_resumes_by_the_old_rule(tmp_path, spec, expected):
     trainer = _trained_and_saved(spec, tmp_path, rl_gradient_to_repr=expected)  # what the old rule gave
-    path = f"{trainer.artifact_path}/checkpoint.pt"
-    state = torch.load(path)
-    del state["Policy"]["network_body.critic_gradient"]  # as written before the buffer existed
-    torch.save(state, path)
+    drop_from_checkpoint(f"{trainer.artifact_path}/checkpoint.pt", "network_body.critic_gradient")
     saved = _head_adam_state(trainer)
     loaded = make_trainer(spec, tmp_path, load=True, seed=4)  # rl_gradient_to_repr null
     assert _gradient_on(loaded) is expected

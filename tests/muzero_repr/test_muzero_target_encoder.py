@@ -8,7 +8,7 @@ from mlagents.trainers.exception import TrainerConfigError
 from mlagents_plugins.muzero_repr import losses
 from mlagents_plugins.muzero_repr.settings import MuZeroReprSettings
 
-from .muzero_helpers import fill, make_trainer
+from .muzero_helpers import drop_from_checkpoint, fill, make_trainer, save_checkpoint_at
 from tests.builders import behavior_spec
 
 VECTOR_CONT = (((4,),), 2, ())
@@ -189,9 +189,7 @@ def test_checkpoint_restores_the_copy_and_the_cadence(tmp_path):
     body = trainer.optimizer.actor.network_body
     copy, h = _params(body.target_representation), _params(body.representation)
     assert not _equal(copy, h)
-    trainer._step = 40
-    trainer.policy.set_step(40)
-    trainer.save_model()
+    save_checkpoint_at(trainer)
     loaded = make_trainer(spec, tmp_path, load=True, seed=5, **hyper)
     lbody = loaded.optimizer.actor.network_body
     assert _equal(_params(lbody.target_representation), copy)  # the copy, not the loaded h
@@ -210,14 +208,9 @@ def test_checkpoint_without_a_copy_gives_one_from_the_loaded_h(tmp_path):
     for _ in range(3):
         trainer.update_once()
     h = _params(trainer.optimizer.actor.network_body.representation)
-    trainer._step = 40
-    trainer.policy.set_step(40)
-    trainer.save_model()
+    save_checkpoint_at(trainer)
     # drop the counter too, as a checkpoint written before it existed (release 0.1.0) lacks it
-    path = tmp_path / "B" / "checkpoint.pt"
-    state = torch.load(path)
-    del state["Policy"]["network_body.model_updates"]
-    torch.save(state, path)
+    drop_from_checkpoint(tmp_path / "B" / "checkpoint.pt", "network_body.model_updates")
     loaded = make_trainer(spec, tmp_path, load=True, seed=5, head_reads_target_repr=True)
     lbody = loaded.optimizer.actor.network_body
     assert _equal(_params(lbody.representation), h)
