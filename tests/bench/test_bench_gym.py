@@ -130,6 +130,22 @@ def test_every_trainer_has_a_config_for_every_task():
             assert os.path.isfile(bench_gym.config_path(trainer, task)), (trainer, task)
 
 
+def test_each_config_trains_its_rows_trainer_and_the_crossq_preset_is_fast_sac_with_crossqs_critic():
+    import yaml
+
+    for trainer in bench_gym.ML_TRAINERS:
+        assert bench_gym.ORIGIN[trainer] in ("ours", "builtin"), trainer
+        for task in bench_gym.TASKS:
+            with open(bench_gym.config_path(trainer, task)) as f:
+                (behavior,) = yaml.safe_load(f)["behaviors"].values()
+            expected = "fast_sac" if trainer == "fast_sac_crossq" else trainer
+            assert behavior["trainer_type"] == expected, (trainer, task)
+            hyper = behavior["hyperparameters"]
+            # the preset is the 100k study's crossq256: CrossQ's critic, critics as wide as the actor
+            assert hyper.get("critic_batch_renorm", False) == (trainer == "fast_sac_crossq"), (trainer, task)
+            assert "critic_hidden_units" not in hyper, (trainer, task)
+
+
 @pytest.mark.e2e
 def test_tiny_invocation_writes_records_and_report_and_continues(tmp_path, monkeypatch, capsys):
     pytest.importorskip("mujoco", reason="MuJoCo (gymnasium[mujoco]) is not installed")
