@@ -427,8 +427,8 @@ def test_compiled_whole_steps_match_the_two_graph_path_with_renorm_and_actor_del
 
 @pytest.mark.parametrize("task", ["halfcheetah", "hopper"])
 def test_crossq_preset_configs_hold_the_screened_recipe_and_build_a_target_free_trainer(tmp_path, task):
-    """configs/gym/fast_sac_crossq_<task>.yaml: the screen's ``crossq512`` settings over configs/gym/fast_sac_<task>.yaml
-    (bench/results/fast-sac-crossq-screen-2026-11-28)."""
+    """configs/gym/fast_sac_crossq_<task>.yaml: the 100k study's ``crossq256`` settings (critics as wide as the actor)
+    over configs/gym/fast_sac_<task>.yaml (bench/results/fast-sac-crossq-100k-2026-11-28)."""
     import os
 
     import yaml
@@ -441,8 +441,7 @@ def test_crossq_preset_configs_hold_the_screened_recipe_and_build_a_target_free_
         plain = yaml.safe_load(f)
     (name, cfg), = preset["behaviors"].items()
     base = plain["behaviors"][name]
-    recipe = dict(learning_rate=1.0e-3, critic_batch_renorm=True, critic_hidden_units=512, adam_beta1=0.5,
-                  actor_update_every=3)
+    recipe = dict(learning_rate=1.0e-3, critic_batch_renorm=True, adam_beta1=0.5, actor_update_every=3)
     assert cfg["hyperparameters"] == {**{k: v for k, v in base["hyperparameters"].items() if k != "tau"}, **recipe}
     assert {k: v for k, v in cfg.items() if k != "hyperparameters"} == {
         k: v for k, v in base.items() if k != "hyperparameters"}
@@ -451,9 +450,13 @@ def test_crossq_preset_configs_hold_the_screened_recipe_and_build_a_target_free_
     finally:
         TrainerSettings.default_override = None
     hp = settings.hyperparameters
-    assert hp.batch_renorm_spec() == (0.01, 100000) and hp.critic_hidden_units == 512
+    assert hp.batch_renorm_spec() == (0.01, 100000) and hp.critic_hidden_units is None
+    units = settings.network_settings.hidden_units
+    assert units == 256
     spec = behavior_spec(((11,),), cont=3)
-    trainer = make_trainer(spec, tmp_path, **{k: getattr(hp, k) for k in recipe}, compile_update=False)
+    trainer = make_trainer(spec, tmp_path, hidden_units=units, **{k: getattr(hp, k) for k in recipe},
+                           compile_update=False)
     head = trainer.optimizer.head
     assert head.q_target is None and head.actor_update_every == 3
-    assert {m.out_features for m in head.q_net.modules() if isinstance(m, torch.nn.Linear)} == {512, 1}
+    # the critics take the actor's width (critic_hidden_units unset)
+    assert {m.out_features for m in head.q_net.modules() if isinstance(m, torch.nn.Linear)} == {units, 1}
