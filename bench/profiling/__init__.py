@@ -1,7 +1,8 @@
 """``python -m bench profile``: where every CPU second of a whole ``mlagents-learn`` run goes, per 1k env steps.
 
-Each run is a real ``mlagents-learn`` training through the Balance stand-in build (``--num-areas`` areas of 4
-agents: 8 agents = 2 areas, 64 agents = 16 areas, as ML-Agents' example scenes hold 12-32 copies of an area) with
+Each run is a real ``mlagents-learn`` training through a stand-in build, ``--scene`` (default the Balance scene:
+``--num-areas`` areas of 4 agents: 8 agents = 2 areas, 64 agents = 16 areas, as ML-Agents' example scenes hold 12-32
+copies of an area; a validation variant such as ``balance_distractors`` for a number no default was tuned on) with
 the issue's settings: ``--steps`` (12000) steps, 2x``--hidden`` (128) units, batch ``--batch`` (128), the defaults
 benchmark's minimal config otherwise (``bench.plan.minimal_config``: ``steps_per_update`` 2, buffer 100k,
 ``buffer_init_steps`` 1000 for the off-policy trainers; impala and ppo: buffer 2048), summaries every
@@ -48,6 +49,8 @@ from bench.profiling.phases import PHASES
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_OUT = os.path.join(REPO, "results", "bench-profile")
+#: the default ``--scene`` and its behavior / build name and agents per area
+DEFAULT_SCENE = "balance"
 BEHAVIOR = "Balance"
 AGENTS_PER_AREA = 4
 FLOOR = "floor"
@@ -136,17 +139,18 @@ def run_one(trainer: str, agents: int, seed: int, args: argparse.Namespace, buil
     if trainer != FLOOR:
         accepted = settable_fields(trainer)
         cfg["hyperparameters"].update({k: v for k, v in args.overrides.items() if k in accepted})
-    record: Dict[str, Any] = {"invocation": invocation, "trainer": trainer, "agents": agents, "round": round_index,
+    record: Dict[str, Any] = {"invocation": invocation, "scene": args.scene, "trainer": trainer, "agents": agents,
+                              "round": round_index,
                               "seed": seed, "max_steps": cfg["max_steps"], "compile_cache": args.compile_cache,
                               "config": cfg, "error": None}
     work = tempfile.mkdtemp(prefix="bench_profile_")
     try:
         cfg_path, result_path = os.path.join(work, "config.yaml"), os.path.join(work, "profile.json")
         with open(cfg_path, "w") as f:
-            yaml.safe_dump({"behaviors": {BEHAVIOR: cfg}}, f)
-        cmd = [sys.executable, "-c", CHILD_CODE, cfg_path, f"--env={os.path.join(builds, BEHAVIOR)}", "--run-id=run",
+            yaml.safe_dump({"behaviors": {args.behavior: cfg}}, f)
+        cmd = [sys.executable, "-c", CHILD_CODE, cfg_path, f"--env={os.path.join(builds, args.behavior)}", "--run-id=run",
                f"--results-dir={work}", f"--base-port={free_base_port(4)}", "--num-envs=1",
-               f"--num-areas={agents // AGENTS_PER_AREA}", "--no-graphics", f"--seed={seed}", "--force"]
+               f"--num-areas={agents // args.agents_per_area}", "--no-graphics", f"--seed={seed}", "--force"]
         from bench.profiling.child import INTERVAL_ENV, OUT_ENV, STACKS_ENV
 
         env = dict(os.environ, PYTHONUNBUFFERED="1", **{OUT_ENV: result_path, INTERVAL_ENV: str(args.interval_s),
@@ -334,8 +338,12 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                                 epilog="See bench/README.md for how each phase is measured.")
     p.add_argument("--trainers", nargs="+", default=list(DEFAULT_TRAINERS),
                    help=f"trainers to profile (default: {' '.join(DEFAULT_TRAINERS)}; 'floor' is the no-network floor)")
+    p.add_argument("--scene", default=DEFAULT_SCENE,
+                   help=f"stand-in scene of one behavior (docs/scenes.md; default {DEFAULT_SCENE}), e.g. the validation "
+                        "variant balance_distractors")
     p.add_argument("--agents", type=int, nargs="+", default=[8, 64],
-                   help=f"agents in the scene, multiples of {AGENTS_PER_AREA} (default: 8 64)")
+                   help=f"agents in the scene, multiples of its agents per area ({AGENTS_PER_AREA} in Balance; "
+                        "default: 8 64)")
     p.add_argument("--rounds", type=int, default=2, help="rounds of every trainer, alternating order (default 2)")
     p.add_argument("--steps", type=int, default=12000, help="max_steps of every run (default 12000)")
     p.add_argument("--hidden", type=int, default=128, help="hidden units, 2 layers (default 128)")
@@ -360,10 +368,22 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     for name in ("rounds", "steps", "hidden", "batch", "summary_freq"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')}={getattr(args, name)} is invalid; must be an integer >= 1")
-    bad = [a for a in args.agents if a < AGENTS_PER_AREA or a % AGENTS_PER_AREA]
+    from mlagents_plugins.envs.scenes import ALL_SCENES, scene_behaviors
+
+    try:
+        parts = scene_behaviors(args.scene)
+    except ValueError:
+        p.error(f"--scene={args.scene!r} is unknown; allowed: {', '.join(sorted(ALL_SCENES))}")
+    if len(parts) != 1:
+        p.error(f"--scene={args.scene!r} is invalid; it has {len(parts)} behaviors and a profile runs one: give a "
+                f"scene of one behavior")
+    args.scene = args.scene.lower()
+    args.behavior, args.agents_per_area = parts[0].behavior_name, int(parts[0].agents_per_area)
+    per_area = args.agents_per_area
+    bad = [a for a in args.agents if a < per_area or a % per_area]
     if bad:
-        p.error(f"--agents={bad} is invalid; the Balance scene has {AGENTS_PER_AREA} agents per area, so give "
-                f"multiples of {AGENTS_PER_AREA}")
+        p.error(f"--agents={bad} is invalid; the {args.behavior} scene has {per_area} agents per area, so give "
+                f"multiples of {per_area}")
     if not args.interval_s > 0:
         p.error(f"--interval-s={args.interval_s} is invalid; must be > 0")
     import yaml
@@ -423,7 +443,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     invocation = inv.new_id()
     env = {"invocation": invocation, "date": inv.utc_now(), "machine": inv.machine(), "commit": inv.code_commit(),
            "command": "python -m bench profile " + " ".join(argv), "note": args.note,
-           "settings": f"Balance stand-in, {args.steps} steps, 2x{args.hidden} units, batch {args.batch}, "
+           "settings": f"{args.behavior} stand-in, {args.steps} steps, 2x{args.hidden} units, batch {args.batch}, "
                        f"summary every {args.summary_freq}, agents {args.agents}, {args.rounds} round(s), "
                        f"sampling every {args.interval_s} CPU s, {args.compile_cache} torch.compile cache"
                        + (f", hyperparameters set: {args.overrides}" if args.overrides else "")}

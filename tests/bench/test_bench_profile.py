@@ -293,3 +293,19 @@ def test_set_reaches_only_trainers_that_take_the_setting():
     assert "buffer_init_steps" in profiling.settable_fields("fast_sac")
     assert "buffer_init_steps" in profiling.settable_fields("sac")
     assert "buffer_init_steps" not in profiling.settable_fields("impala")  # a built-in name impala refuses
+
+
+def test_cli_takes_a_validation_scene_and_sizes_its_areas(capsys):
+    args = profiling.parse_args(["--scene", "Balance_Distractors", "--agents", "8"])
+    assert (args.scene, args.behavior, args.agents_per_area) == ("balance_distractors", "BalanceDistractors", 4)
+    rc = profiling.parse_args(["--scene", "reach_continuous", "--agents", "8", "16"])
+    assert (rc.behavior, rc.agents_per_area) == ("ReachContinuous", 8)
+    with pytest.raises(SystemExit):
+        profiling.parse_args(["--scene", "reach_continuous", "--agents", "4"])
+    assert "--agents=[4] is invalid; the ReachContinuous scene has 8 agents per area" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        profiling.parse_args(["--scene", "balance_and_reach"])
+    assert "has 2 behaviors" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        profiling.parse_args(["--scene", "nowhere"])
+    assert "--scene='nowhere' is unknown; allowed:" in capsys.readouterr().err
