@@ -161,7 +161,8 @@ def main(argv=None) -> None:
     with torch.no_grad():
         latent = opt.actor.representation(tensors)
         fresh = Representation(trainer.policy.behavior_spec.observation_specs,
-                               trainer.trainer_settings.network_settings, opt.hyperparameters.latent_size)(tensors)
+                               trainer.trainer_settings.network_settings, opt.hyperparameters.latent_size,
+                               opt.hyperparameters.latent_scaling)(tensors)
     record["probe R2: trained latent"] = probe_table(latent.numpy(), truth)
     record["probe R2: untrained h"] = probe_table(fresh.numpy(), truth)
     record["critic"] = critic_view(opt, latent, truth, args.seed)

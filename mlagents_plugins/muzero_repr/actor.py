@@ -20,6 +20,7 @@ from mlagents_envs.base_env import (
 )
 
 from mlagents_plugins.common.tensor_utils import polyak_update_, target_copy
+from mlagents_plugins.muzero_repr.losses import LATENT_SCALING_MIN_MAX
 from mlagents_plugins.muzero_repr.networks import Representation
 
 
@@ -129,6 +130,7 @@ class MuZeroActor(SimpleActor):
         tanh_squash: bool = True,
         target_repr: bool = False,
         read_target: bool = False,
+        latent_scaling: str = LATENT_SCALING_MIN_MAX,
     ):
         head_settings = NetworkSettings(
             hidden_units=head_hidden_units, num_layers=head_num_layers, deterministic=network_settings.deterministic
@@ -138,7 +140,7 @@ class MuZeroActor(SimpleActor):
         super().__init__(
             [latent_observation_spec(latent_size)], head_settings, action_spec, conditional_sigma, tanh_squash
         )
-        representation = Representation(observation_specs, network_settings, latent_size)
+        representation = Representation(observation_specs, network_settings, latent_size, latent_scaling)
         self.network_body = LatentBody(
             representation, head_hidden_units, head_num_layers, rl_gradient_to_repr, target_repr, read_target
         )

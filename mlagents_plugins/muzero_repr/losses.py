@@ -129,6 +129,23 @@ def scalar_prediction_loss(
     return 0.5 * (pred - y) ** 2
 
 
+#: ``latent_scaling`` values: how h's output and every dynamics output are bounded (``scale_latent``)
+LATENT_SCALING_MIN_MAX = "min_max"
+LATENT_SCALING_TANH = "tanh"
+LATENT_SCALINGS = (LATENT_SCALING_MIN_MAX, LATENT_SCALING_TANH)
+
+
+def scale_latent(latent: torch.Tensor, scaling: str) -> torch.Tensor:
+    """``latent[B, ...]`` bounded by ``scaling``: ``"min_max"``, each sample's values scaled to [0, 1]
+    (``min_max_scale``, MuZero App. G: the sample's scale and offset are lost); ``"tanh"``, each value squashed to
+    (-1, 1) (sign and magnitude kept)."""
+    if scaling == LATENT_SCALING_MIN_MAX:
+        return min_max_scale(latent)
+    if scaling == LATENT_SCALING_TANH:
+        return torch.tanh(latent)
+    raise ValueError(f"latent scaling {scaling!r} is unknown; allowed: {list(LATENT_SCALINGS)}")
+
+
 def min_max_scale(latent: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """Per-sample min-max scaling of ``latent[B, ...]`` to [0, 1] (MuZero Appendix G).
 

@@ -3,7 +3,8 @@
 MuZero (arXiv 1911.08265) Sec. 3 / Appendix B: s_0 = h(o_t); (r_k, s_k) = g(s_{k-1}, a_{k-1});
 (p_k, v_k) = f(s_k).  The representation is built on ML-Agents' ``NetworkBody`` so vector and visual
 observations (and observation normalisation) work as for any ML-Agents policy; its output is projected to
-``latent_size`` and min-max scaled to [0, 1] (Appendix G), as is every dynamics output.
+``latent_size`` and bounded, as is every dynamics output: min-max scaled to [0, 1] per sample (Appendix G) or
+squashed by tanh (``latent_scaling``, ``losses.scale_latent``).
 """
 from typing import List, NamedTuple, Optional
 
@@ -15,7 +16,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents.trainers.torch_entities.networks import NetworkBody
 
-from mlagents_plugins.muzero_repr.losses import min_max_scale, scale_gradient
+from mlagents_plugins.muzero_repr.losses import LATENT_SCALING_MIN_MAX, scale_gradient, scale_latent
 
 
 def mlp(input_size: int, hidden: int, num_layers: int, output_size: int) -> nn.Module:
@@ -50,20 +51,22 @@ def squeeze_scalar_head(out: torch.Tensor, support_size: int) -> torch.Tensor:
 
 
 class Representation(nn.Module):
-    """h: observations -> latent [B, latent_size] in [0, 1]."""
+    """h: observations -> latent [B, latent_size], bounded by ``scaling`` (``losses.scale_latent``)."""
 
-    def __init__(self, observation_specs: List[ObservationSpec], network_settings: NetworkSettings, latent_size: int):
+    def __init__(self, observation_specs: List[ObservationSpec], network_settings: NetworkSettings, latent_size: int,
+                 scaling: str = LATENT_SCALING_MIN_MAX):
         super().__init__()
         self.body = NetworkBody(observation_specs, network_settings)
         self.out = linear_layer(network_settings.hidden_units, latent_size)
         self.latent_size = latent_size
+        self.scaling = scaling
 
     def update_normalization(self, buffer: AgentBuffer) -> None:
         self.body.update_normalization(buffer)
 
     def forward(self, inputs: List[torch.Tensor]) -> torch.Tensor:
         encoding, _ = self.body(inputs)
-        return min_max_scale(self.out(encoding))
+        return scale_latent(self.out(encoding), self.scaling)
 
 
 class ModelOutput(NamedTuple):
@@ -99,17 +102,20 @@ class MuZeroModel(nn.Module):
         game_over_head: bool,
         consistency_head: bool,
         representation: Optional[Representation] = None,
+        latent_scaling: str = LATENT_SCALING_MIN_MAX,
     ):
-        """``representation``: share an existing h (the actor's, so the exported policy contains it)."""
+        """``representation``: share an existing h (the actor's, so the exported policy contains it); the dynamics
+        bound their latents as it does (``Representation.scaling``)."""
         super().__init__()
         self.action_spec = action_spec
         self.support_size = support_size
         self.latent_size = latent_size
         if representation is None:
-            representation = Representation(observation_specs, network_settings, latent_size)
+            representation = Representation(observation_specs, network_settings, latent_size, latent_scaling)
         if representation.latent_size != latent_size:
             raise ValueError(f"representation latent size {representation.latent_size} != {latent_size}")
         self.representation = representation
+        self.scaling = representation.scaling
         a_size = encoded_action_size(action_spec)
         self.dynamics_trunk = LinearEncoder(latent_size + a_size, num_layers, hidden_units)
         self.dynamics_latent = linear_layer(hidden_units, latent_size)
@@ -146,7 +152,7 @@ class MuZeroModel(nn.Module):
 
     def recurrent_inference(self, latent: torch.Tensor, action_enc: torch.Tensor) -> ModelOutput:
         h = self.dynamics_trunk(torch.cat([latent, action_enc], dim=-1))
-        next_latent = min_max_scale(self.dynamics_latent(h))
+        next_latent = scale_latent(self.dynamics_latent(h), self.scaling)
         reward = squeeze_scalar_head(self.dynamics_reward(h), self.support_size)
         return self._predict(next_latent, reward)
 
@@ -181,7 +187,7 @@ class MuZeroModel(nn.Module):
                 latent = scale_gradient(latent, gradient_scale)
             h = self.dynamics_trunk(torch.cat([latent, actions_enc_k[:, k]], dim=-1))
             features.append(h)
-            latent = min_max_scale(self.dynamics_latent(h))
+            latent = scale_latent(self.dynamics_latent(h), self.scaling)
             latents.append(latent)
         latent_k = torch.stack(latents, dim=1)
         pred = self._predict(latent_k.reshape(B * (K + 1), -1), None)

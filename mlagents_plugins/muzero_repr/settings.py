@@ -28,6 +28,7 @@ from mlagents_plugins.common.validators import (
     strict_bool,
     unit_interval,
 )
+from mlagents_plugins.muzero_repr.losses import LATENT_SCALINGS
 from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
 from mlagents_plugins.offpolicy.rows import is_compact_obs
 from mlagents_plugins.sac.settings import SACHeadSettings
@@ -52,8 +53,11 @@ def has_visual(observation_specs: Sequence[Any]) -> bool:
 class MuZeroReprSettings(SACHeadSettings):
     TRAINER_TYPE: ClassVar[str] = "muzero_repr"
     # --- learned model (MuZero h, g, f) ---
-    # Size of the latent state s = h(o); min-max scaled to [0, 1] (MuZero App. G). The RL head sees it.
+    # Size of the latent state s = h(o). The RL head sees it.
     latent_size: int = attr.ib(default=64, validator=positive_int)
+    # How h's output and every dynamics output are bounded: "min_max" scales each sample's latent to [0, 1] (MuZero
+    # App. G; the sample's scale and offset are lost), "tanh" squashes each value to (-1, 1) (sign and magnitude kept).
+    latent_scaling: str = attr.ib(default="min_max", validator=one_of(*LATENT_SCALINGS))
     # Hidden units / hidden layers of the dynamics and prediction networks.
     model_hidden_units: int = attr.ib(default=128, validator=positive_int)
     model_num_layers: int = attr.ib(default=2, validator=positive_int)

@@ -70,6 +70,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             MuZeroActor,
             {
                 "latent_size": hp.latent_size,
+                "latent_scaling": hp.latent_scaling,
                 "head_hidden_units": head_units,
                 "head_num_layers": head_layers,
                 "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec, self._saved_critic_gradient()),

@@ -116,6 +116,22 @@ def test_min_max_scale():
     assert torch.allclose(out[1], torch.zeros(3))
 
 
+def test_scale_latent_min_max_drops_scale_and_offset_tanh_keeps_them():
+    """Two samples whose raw latents differ by a positive scale and an offset: min-max maps them to the same latent
+    (what a magnitude-coded observation loses), tanh keeps them apart and keeps signs (values from math.tanh)."""
+    import math
+
+    raw = torch.tensor([[0.5, -1.0, 2.0], [0.5 * 3.0 + 0.25, -1.0 * 3.0 + 0.25, 2.0 * 3.0 + 0.25]])
+    mm = L.scale_latent(raw, "min_max")
+    assert torch.allclose(mm[0], mm[1], atol=1e-5)
+    assert torch.allclose(mm[0], torch.tensor([1.5 / 3.0, 0.0, 1.0]), atol=1e-5)
+    th = L.scale_latent(raw, "tanh")
+    assert torch.allclose(th[1], torch.tensor([math.tanh(1.75), math.tanh(-2.75), math.tanh(6.25)]), atol=1e-6)
+    assert th[0, 1] < 0 and not torch.allclose(th[0], th[1])
+    with pytest.raises(ValueError, match="allowed: \\['min_max', 'tanh'\\]"):
+        L.scale_latent(raw, "minmax")
+
+
 def test_negative_cosine_similarity_stops_target_gradient():
     pred = torch.tensor([[1.0, 0.0], [1.0, 1.0]], requires_grad=True)
     target = torch.tensor([[0.0, 2.0], [3.0, 3.0]], requires_grad=True)

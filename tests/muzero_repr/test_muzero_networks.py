@@ -48,6 +48,32 @@ def test_unroll_shapes_vector_and_visual(support):
     assert model.consistency_online(outs[1].latent).shape == (B, 16)
 
 
+def test_latent_scaling_reaches_h_and_every_dynamics_step():
+    """``latent_scaling: tanh``: h's output and each unrolled latent are tanh of their linear layers' outputs
+    (negative values appear, which min-max never gives), in the step-by-step and the stacked unroll alike."""
+    from mlagents_plugins.muzero_repr.networks import Representation
+
+    spec = ActionSpec(2, ())
+    torch.manual_seed(0)
+    rep = Representation([vec_spec(5)], NetworkSettings(hidden_units=16, num_layers=1), 8, "tanh")
+    model = MuZeroModel([vec_spec(5)], spec, NetworkSettings(hidden_units=16, num_layers=1), latent_size=8,
+                        hidden_units=16, num_layers=1, support_size=3, game_over_head=False,
+                        consistency_head=False, representation=rep)
+    assert model.scaling == "tanh"
+    B, K = 6, 3
+    obs = [torch.randn(B, 5) * 3.0]
+    acts = torch.randn(B, K, 2)
+    with torch.no_grad():
+        s0 = rep(obs)
+        assert torch.allclose(s0, torch.tanh(rep.out(rep.body(obs)[0])))
+        outs = model.unroll(obs, acts, 0.5)
+        s1 = torch.tanh(model.dynamics_latent(model.dynamics_trunk(torch.cat([s0, acts[:, 0]], dim=-1))))
+        assert torch.allclose(outs[1].latent, s1, atol=1e-6)
+        stacked = model.unroll_stacked(obs, acts, 0.5)
+    assert torch.allclose(stacked.latent_k, torch.stack([o.latent for o in outs], dim=1), atol=1e-6)
+    assert float(stacked.latent_k.min()) < 0.0 and float(stacked.latent_k.abs().max()) < 1.0
+
+
 @pytest.mark.parametrize("support,K", [(0, 3), (3, 3), (3, 0)])
 def test_stacked_unroll_equals_the_step_by_step_unroll_in_values_and_gradients(support, K):
     """The optimizer's ``unroll_stacked`` (f and the reward head on all steps at once) against ``unroll`` (one

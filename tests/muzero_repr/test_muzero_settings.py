@@ -101,6 +101,7 @@ def test_head_size_follows_network_settings_unless_set(tmp_path, units, layers, 
         ("value_loss_weight", -0.1, ">= 0"),
         ("head_hidden_units", 0, "an integer >= 1 or null"),
         ("head_num_layers", -2, "an integer >= 1 or null"),
+        ("latent_scaling", "layer_norm", "'min_max' or 'tanh'"),
     ],
 )
 def test_bad_values_raise_trainer_config_error(field, value, allowed):
@@ -147,3 +148,16 @@ def test_sac_head_defaults_are_fast_sacs():
     assert not hasattr(ours, "critic_warmup_updates")
     differing = {n: (getattr(ours, n), getattr(theirs, n)) for n in fields if getattr(ours, n) != getattr(theirs, n)}
     assert differing == {}
+
+
+@pytest.mark.parametrize("scaling", ["min_max", "tanh"])
+def test_latent_scaling_reaches_the_exported_h_the_model_and_its_target(tmp_path, scaling):
+    """The setting is the policy's h (what the ONNX file runs), the learned model's dynamics and the target model's."""
+    from tests.builders import behavior_spec
+    from tests.muzero_repr.muzero_helpers import make_trainer
+
+    trainer = make_trainer(behavior_spec(((5,),), cont=2, branches=()), tmp_path, latent_scaling=scaling)
+    opt = trainer.optimizer
+    assert trainer.policy.actor.representation.scaling == scaling
+    assert opt.model.representation is trainer.policy.actor.representation
+    assert opt.model.scaling == opt.target_model.scaling == opt.target_model.representation.scaling == scaling
