@@ -67,13 +67,15 @@ def test_release_checkpoint_loads_every_module_exactly(tmp_path, name):
 
 #: State a trainer's module has gained since release 0.1.0 (module name -> key prefix -> where it comes from on
 #: loading an older checkpoint): muzero_repr's target copy of h, which the SAC head reads (issue #52), starts as
-#: the loaded h; the model-update count starts at 0; the critic-gradient record holds the old rule's value.
+#: the loaded h; the model-update count starts at 0; the critic-gradient and latent-scaling records hold the old
+#: rules' values.
 ADDED_SINCE_RELEASE = {
     ("muzero_repr", "Policy"): {
         "network_body.target_representation.": "network_body.representation.",
         "network_body.target_synced": None,
         "network_body.model_updates": None,
         "network_body.critic_gradient": None,  # 0: the release resolved rl_gradient_to_repr off for its hybrid scene
+        "network_body.latent_scaling_code": None,  # 0: min_max, the only scaling the release had
     },
 }
 

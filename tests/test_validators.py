@@ -22,6 +22,8 @@ CASES = [
     (v.optional_open_unit_interval, [None, 0.2], [0, 1, 1.5, False], "null (off) or a number in (0, 1), e.g. 0.2"),
     (v.optional_positive_float, [None, 40.0], [0, -1, math.inf, True], "null (off) or a finite number > 0"),
     (v.one_of("adam", "rmsprop"), ["adam", "rmsprop"], ["sgd", None, "Adam"], "'adam' or 'rmsprop'"),
+    (v.optional_one_of("adam", "rmsprop"), ["adam", "rmsprop", None], ["sgd", "Adam", 1],
+     "'adam' or 'rmsprop' or null (automatic)"),
 ]
 
 

@@ -102,3 +102,13 @@ def one_of(*choices: str) -> Validator:
             fail(attribute.name, value, " or ".join(repr(c) for c in choices))
 
     return check
+
+
+def optional_one_of(*choices: str) -> Validator:
+    """``null`` (the trainer decides) or one of a fixed set of strings."""
+
+    def check(inst: Any, attribute: "attr.Attribute", value: Any) -> None:
+        if value is not None and value not in choices:
+            fail(attribute.name, value, " or ".join(repr(c) for c in choices) + " or null (automatic)")
+
+    return check

@@ -20,7 +20,7 @@ from mlagents_envs.base_env import (
 )
 
 from mlagents_plugins.common.tensor_utils import polyak_update_, target_copy
-from mlagents_plugins.muzero_repr.losses import LATENT_SCALING_MIN_MAX
+from mlagents_plugins.muzero_repr.losses import LATENT_SCALING_MIN_MAX, LATENT_SCALINGS
 from mlagents_plugins.muzero_repr.networks import Representation
 
 
@@ -36,8 +36,8 @@ class LatentBody(nn.Module):
     the optimizer's refresh) and, with ``read_target``, the head reads that copy instead of h.  Two buffers are
     checkpointed with it: ``model_updates`` (the optimizer's count of model updates, so the refresh cadences
     continue on resume) and ``target_synced`` (0 until the copy was written from h once, so a checkpoint saved
-    before the copy existed gets it from the loaded h: ``sync_target_after_load``); a third, ``critic_gradient``,
-    records ``rl_gradient_to_repr`` for resumed runs.
+    before the copy existed gets it from the loaded h: ``sync_target_after_load``); ``critic_gradient`` and
+    ``latent_scaling_code`` record ``rl_gradient_to_repr`` and h's ``latent_scaling`` for resumed runs.
     """
 
     def __init__(
@@ -61,6 +61,9 @@ class LatentBody(nn.Module):
         # Whether the critic's gradient trains h in this run (1) or not (0), checkpointed so that a resumed run keeps
         # it (MuZeroReprSettings.repr_gets_rl_gradient reads it from the checkpoint before the optimizer is built).
         self.register_buffer("critic_gradient", torch.tensor(int(rl_gradient_to_repr), dtype=torch.long))
+        # h's latent scaling (LATENT_SCALINGS' index: 0 min_max, 1 tanh), checkpointed for the same reason.
+        self.register_buffer("latent_scaling_code",
+                             torch.tensor(LATENT_SCALINGS.index(representation.scaling), dtype=torch.long))
         self.target_representation: Optional[Representation] = None
         if target_repr:
             self.target_representation = target_copy(representation)

@@ -21,6 +21,7 @@ from mlagents_plugins.common.validators import (
     non_negative_int,
     one_of,
     optional_bool,
+    optional_one_of,
     optional_non_negative_int,
     optional_positive_int,
     positive_float,
@@ -28,7 +29,7 @@ from mlagents_plugins.common.validators import (
     strict_bool,
     unit_interval,
 )
-from mlagents_plugins.muzero_repr.losses import LATENT_SCALINGS
+from mlagents_plugins.muzero_repr.losses import LATENT_SCALING_MIN_MAX, LATENT_SCALING_TANH, LATENT_SCALINGS
 from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
 from mlagents_plugins.offpolicy.rows import is_compact_obs
 from mlagents_plugins.sac.settings import SACHeadSettings
@@ -57,7 +58,11 @@ class MuZeroReprSettings(SACHeadSettings):
     latent_size: int = attr.ib(default=64, validator=positive_int)
     # How h's output and every dynamics output are bounded: "min_max" scales each sample's latent to [0, 1] (MuZero
     # App. G; the sample's scale and offset are lost), "tanh" squashes each value to (-1, 1) (sign and magnitude kept).
-    latent_scaling: str = attr.ib(default="min_max", validator=one_of(*LATENT_SCALINGS))
+    # null = automatic: "tanh" with vector observations only, where min_max failed tiny vector cases that tanh passes
+    # (bench/results/muzero-latent-scaling-2026-11-29), "min_max" with images (the camera scenes were tuned with it).
+    # A run resumed from a checkpoint keeps the scaling it trained with (written in the checkpoint; one from before
+    # 0.3.0 has none and trained with min_max).
+    latent_scaling: Optional[str] = attr.ib(default=None, validator=optional_one_of(*LATENT_SCALINGS))
     # Hidden units / hidden layers of the dynamics and prediction networks.
     model_hidden_units: int = attr.ib(default=128, validator=positive_int)
     model_num_layers: int = attr.ib(default=2, validator=positive_int)
@@ -145,6 +150,18 @@ class MuZeroReprSettings(SACHeadSettings):
         if saved is NO_CHECKPOINT:
             return True
         return bool(saved)
+
+    def latent_scaling_for(self, observation_specs: Sequence[Any], saved: Any = NO_CHECKPOINT) -> str:
+        """``latent_scaling``, or when null: what a resumed checkpoint trained with (``saved``: its recorded scaling,
+        None for a checkpoint written before the record existed, which trained with min_max), else tanh with vector
+        observations only and min_max with images."""
+        if self.latent_scaling is not None:
+            return str(self.latent_scaling)
+        if saved is None:
+            return LATENT_SCALING_MIN_MAX
+        if saved is not NO_CHECKPOINT:
+            return str(saved)
+        return LATENT_SCALING_MIN_MAX if has_visual(observation_specs) else LATENT_SCALING_TANH
 
     def head_reads_target(self, observation_specs: Sequence[Any], action_spec: Any) -> bool:
         """Whether the SAC head reads h's target copy (``head_reads_target_repr``; the same for every behavior)."""

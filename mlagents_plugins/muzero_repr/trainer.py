@@ -16,6 +16,7 @@ import numpy as np
 
 from mlagents.torch_utils import torch
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
+from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.model_saver.torch_model_saver import DEFAULT_CHECKPOINT_NAME as CHECKPOINT_NAME
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents_envs.base_env import BehaviorSpec
@@ -23,6 +24,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from mlagents_plugins.common.lean_policy import LeanPolicy
 from mlagents_plugins.muzero_repr import batch as muzero_batch
 from mlagents_plugins.muzero_repr.actor import MuZeroActor
+from mlagents_plugins.muzero_repr.losses import LATENT_SCALINGS
 from mlagents_plugins.muzero_repr.optimizer import (
     STAT_PER_BETA,
     STAT_PRIORITY_MAX,
@@ -70,10 +72,10 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             MuZeroActor,
             {
                 "latent_size": hp.latent_size,
-                "latent_scaling": hp.latent_scaling,
                 "head_hidden_units": head_units,
                 "head_num_layers": head_layers,
                 "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec, self._saved_critic_gradient()),
+                "latent_scaling": hp.latent_scaling_for(specs, self._saved_latent_scaling()),
                 "conditional_sigma": True,
                 "tanh_squash": True,
                 "target_repr": hp.needs_target_repr(specs, action_spec),
@@ -81,19 +83,40 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             },
         )
 
-    def _saved_critic_gradient(self) -> Any:
-        """What the checkpoint this run starts from (``--resume``, or ``--initialize-from``) trained with: True /
-        False from its ``critic_gradient`` buffer, None when it has none (written before 0.3.0), ``NO_CHECKPOINT``
-        for a fresh run.  Read before the optimizer is built, because the head's Adam holds h's parameters only
-        with the gradient on, and a checkpoint's optimizer state loads only into the same parameter groups."""
+    def _saved_policy_record(self, key: str) -> Any:
+        """The buffer ``network_body.<key>`` of the checkpoint this run starts from (``--resume``, or
+        ``--initialize-from``): its integer value, None when the checkpoint has none (written before the buffer
+        existed), ``NO_CHECKPOINT`` for a fresh run."""
         # The file ML-Agents' model saver loads: init_path (a full file path by then) wins over --resume.
         init = self.trainer_settings.init_path
         path = init if init else (os.path.join(self.artifact_path, CHECKPOINT_NAME) if self.load else None)
         if not path or not os.path.isfile(path):
             return NO_CHECKPOINT
-        policy_state = torch.load(path, map_location="cpu").get("Policy", {})
-        saved = policy_state.get("network_body.critic_gradient")
-        return None if saved is None else bool(int(saved))
+        if getattr(self, "_loaded_policy_state", (None, None))[0] != path:
+            self._loaded_policy_state = (path, torch.load(path, map_location="cpu").get("Policy", {}))
+        saved = self._loaded_policy_state[1].get(f"network_body.{key}")
+        return None if saved is None else int(saved)
+
+    def _saved_critic_gradient(self) -> Any:
+        """What the checkpoint this run starts from trained with: True / False from its ``critic_gradient`` buffer,
+        None when it has none (written before 0.3.0), ``NO_CHECKPOINT`` for a fresh run.  Read before the optimizer
+        is built, because the head's Adam holds h's parameters only with the gradient on, and a checkpoint's
+        optimizer state loads only into the same parameter groups."""
+        saved = self._saved_policy_record("critic_gradient")
+        return saved if saved is None or saved is NO_CHECKPOINT else bool(saved)
+
+    def _saved_latent_scaling(self) -> Any:
+        """h's ``latent_scaling`` the checkpoint this run starts from trained with (its ``latent_scaling_code``
+        buffer), None when it has none (written before 0.3.0: min_max), ``NO_CHECKPOINT`` for a fresh run."""
+        saved = self._saved_policy_record("latent_scaling_code")
+        if saved is None or saved is NO_CHECKPOINT:
+            return saved
+        if not 0 <= saved < len(LATENT_SCALINGS):
+            raise TrainerConfigError(
+                f"the checkpoint's network_body.latent_scaling_code = {saved} is not one this version knows "
+                f"(0..{len(LATENT_SCALINGS) - 1}: {list(LATENT_SCALINGS)}); it was written by a newer mlagents-plugins"
+            )
+        return LATENT_SCALINGS[saved]
 
     def create_optimizer(self) -> MuZeroReprOptimizer:
         return MuZeroReprOptimizer(cast(TorchPolicy, self.policy), self.trainer_settings)
@@ -105,6 +128,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         body = cast(MuZeroActor, cast(TorchPolicy, policy).actor).network_body
         body.sync_target_after_load()
         body.critic_gradient.fill_(int(body.rl_gradient_to_repr))
+        body.latent_scaling_code.fill_(LATENT_SCALINGS.index(body.representation.scaling))
 
     def per_beta(self) -> float:
         """PER importance-sampling exponent now (``batch.annealed_per_beta``: ``per_beta`` -> 1 at ``max_steps``)."""
