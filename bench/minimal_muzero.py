@@ -7,8 +7,8 @@ support, no game-over/consistency heads and no policy loss (their defaults):
 * model (MuZero, arXiv 1911.08265, eq. 1 and App. F/G): ``batch_size`` windows of ``K + n`` rows; n-step
   value targets bootstrapped from the target model's ``f(h(o))`` at the row where the sum stops (a
   terminal cuts it); ``s_0 = h(o_0)``, ``K`` dynamics steps with the taken actions (the last one repeated
-  after an episode end), gradient into the dynamics scaled at every recurrent step, min-max scaled
-  latents; cross-entropy of value and reward logits against the two-hot projection of ``h(target)``,
+  after an episode end), gradient into the dynamics scaled at every recurrent step, latents bounded
+  (``latent_map``); cross-entropy of value and reward logits against the two-hot projection of ``h(target)``,
   recurrent steps weighted 1/K; ONE backward, gradient-norm clip, ONE Adam step; the target model copied
   every ``model_target_update_period`` updates;
 * SAC head on the detached latent of h, or of h's target copy (``head_reads_target_repr``; refreshed every
@@ -41,6 +41,7 @@ SETTINGS = dict(
     actions_after_end="checked: repeat", model_target_update_tau="target model Polyak rate",
     model_target_update_period="target model period", model_learning_rate="model Adam step size",
     model_update_interval="checked: 1", model_updates_per_interval="checked: 1",
+    latent_scaling="h's and g's latent map: tanh (null, vector observations) or min-max",
     model_grad_clip="model norm clip", random_shift_pad="no work: vector observations (automatic: 0 for vectors)",
     rl_gradient_to_repr="checked: false (automatic: true while the head reads h)", head_hidden_units="head width", head_num_layers="head depth",
     head_reads_target_repr="the head reads h's copy when true, h when false",
@@ -52,6 +53,12 @@ SETTINGS = dict(
 def _min_max(x: torch.Tensor) -> torch.Tensor:
     lo, hi = x.min(1, keepdim=True).values, x.max(1, keepdim=True).values
     return (x - lo) / (hi - lo + 1e-5)
+
+
+def latent_map(hp):
+    """h's and g's output map: ``latent_scaling`` min_max, else tanh (its automatic value with vector observations,
+    the only ones this loop takes)."""
+    return _min_max if hp.latent_scaling == "min_max" else torch.tanh
 
 
 def value_targets(r_w: np.ndarray, terminal_w: np.ndarray, valid_w: np.ndarray, K: int, n: int, gamma: float,
@@ -79,6 +86,7 @@ def value_targets(r_w: np.ndarray, terminal_w: np.ndarray, valid_w: np.ndarray, 
 class _Model(torch.nn.Module):
     def __init__(self, obs_size, act_size, net, hp):
         super().__init__()
+        self.scale = latent_map(hp)
         atoms = 2 * hp.support_size + 1
         self.h = torch.nn.Sequential(swish_mlp(obs_size, net.hidden_units, net.num_layers),
                                      torch.nn.Linear(net.hidden_units, hp.latent_size))
@@ -90,7 +98,7 @@ class _Model(torch.nn.Module):
         self.f_policy = torch.nn.Linear(hp.model_hidden_units, act_size)
 
     def represent(self, obs):
-        return _min_max(self.h(obs))
+        return self.scale(self.h(obs))
 
     def value(self, s):
         return self.f_value(self.f(s))
@@ -180,7 +188,7 @@ class MinimalMuZeroRepr:
             if k > 0:
                 latent = latent * scale + latent.detach() * (1 - scale)
             e = self.model.g(torch.cat([latent, actions[:, k]], 1))
-            latent = _min_max(self.model.g_latent(e))
+            latent = self.model.scale(self.model.g_latent(e))
             rewards.append(self.model.g_reward(e))
             values.append(self.model.predict(latent)[0])
         step_w = torch.tensor([1.0] + [1.0 / max(K, 1)] * K)
@@ -215,7 +223,7 @@ class MinimalMuZeroRepr:
         alpha = self.log_alpha.exp()
         with torch.no_grad():
             encoder = self.head_h if self.read_copy else self.model.h
-            z = _min_max(encoder(torch.cat([t(s.obs[idx[:, 0]]), t(s.next_obs[last])])))
+            z = self.model.scale(encoder(torch.cat([t(s.obs[idx[:, 0]]), t(s.next_obs[last])])))
             z0, z1 = z[:B], z[B:]
             a1, logp1 = self.actor(z1)
             x1 = torch.cat([z1, a1], 1)
