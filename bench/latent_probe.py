@@ -162,7 +162,7 @@ def main(argv=None) -> None:
         latent = opt.actor.representation(tensors)
         fresh = Representation(trainer.policy.behavior_spec.observation_specs,
                                trainer.trainer_settings.network_settings, opt.hyperparameters.latent_size,
-                               opt.hyperparameters.latent_scaling)(tensors)
+                               opt.actor.representation.scaling)(tensors)
     record["probe R2: trained latent"] = probe_table(latent.numpy(), truth)
     record["probe R2: untrained h"] = probe_table(fresh.numpy(), truth)
     record["critic"] = critic_view(opt, latent, truth, args.seed)

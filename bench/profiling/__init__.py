@@ -49,9 +49,8 @@ from bench.profiling.phases import PHASES
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_OUT = os.path.join(REPO, "results", "bench-profile")
-#: the default ``--scene`` and its behavior / build name and agents per area
+#: the default ``--scene`` and its agents per area (each scene's own come from its class, ``parse_args``)
 DEFAULT_SCENE = "balance"
-BEHAVIOR = "Balance"
 AGENTS_PER_AREA = 4
 FLOOR = "floor"
 BASELINE = "sac"

@@ -38,6 +38,9 @@ from mlagents_plugins.sac import losses as sac_losses
 from mlagents_plugins.sac.batch import SACBatch, annealed_per_beta, sample_starts
 
 TRAINER_NAME = "muzero_repr"
+#: buffers of the actor's body that record a run's resolved choices, read from a resumed checkpoint before the
+#: policy is built (``LatentBody``)
+SAVED_RECORDS = ("critic_gradient", "latent_scaling_code")
 
 
 class MuZeroReprTrainer(OffPolicyTrainerBase):
@@ -65,6 +68,7 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
         # model_update_interval resolved the same way (null: automatic); update_once reads it.
         self.model_update_interval = hp.model_interval(behavior_spec.observation_specs)
         head_units, head_layers = hp.head_size(self.trainer_settings.network_settings)
+        saved = self._saved_policy_records()
         return LeanPolicy(
             self.seed,
             behavior_spec,
@@ -74,8 +78,8 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
                 "latent_size": hp.latent_size,
                 "head_hidden_units": head_units,
                 "head_num_layers": head_layers,
-                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec, self._saved_critic_gradient()),
-                "latent_scaling": hp.latent_scaling_for(specs, self._saved_latent_scaling()),
+                "rl_gradient_to_repr": hp.repr_gets_rl_gradient(specs, action_spec, self._saved_critic_gradient(saved)),
+                "latent_scaling": hp.latent_scaling_for(specs, self._saved_latent_scaling(saved)),
                 "conditional_sigma": True,
                 "tanh_squash": True,
                 "target_repr": hp.needs_target_repr(specs, action_spec),
@@ -83,34 +87,39 @@ class MuZeroReprTrainer(OffPolicyTrainerBase):
             },
         )
 
-    def _saved_policy_record(self, key: str) -> Any:
-        """The buffer ``network_body.<key>`` of the checkpoint this run starts from (``--resume``, or
-        ``--initialize-from``): its integer value, None when the checkpoint has none (written before the buffer
-        existed), ``NO_CHECKPOINT`` for a fresh run."""
+    def _saved_policy_records(self) -> Any:
+        """The run-choice buffers (``SAVED_RECORDS``) of the checkpoint this run starts from (``--resume``, or
+        ``--initialize-from``), read in one load: ``{key: int value, or None when the checkpoint has none (written
+        before the buffer existed)}``; ``NO_CHECKPOINT`` for a fresh run."""
         # The file ML-Agents' model saver loads: init_path (a full file path by then) wins over --resume.
         init = self.trainer_settings.init_path
         path = init if init else (os.path.join(self.artifact_path, CHECKPOINT_NAME) if self.load else None)
         if not path or not os.path.isfile(path):
             return NO_CHECKPOINT
-        if getattr(self, "_loaded_policy_state", (None, None))[0] != path:
-            self._loaded_policy_state = (path, torch.load(path, map_location="cpu").get("Policy", {}))
-        saved = self._loaded_policy_state[1].get(f"network_body.{key}")
-        return None if saved is None else int(saved)
+        state = torch.load(path, map_location="cpu").get("Policy", {})
+        values = {key: state.get(f"network_body.{key}") for key in SAVED_RECORDS}
+        return {key: None if v is None else int(v) for key, v in values.items()}
 
-    def _saved_critic_gradient(self) -> Any:
-        """What the checkpoint this run starts from trained with: True / False from its ``critic_gradient`` buffer,
-        None when it has none (written before 0.3.0), ``NO_CHECKPOINT`` for a fresh run.  Read before the optimizer
-        is built, because the head's Adam holds h's parameters only with the gradient on, and a checkpoint's
-        optimizer state loads only into the same parameter groups."""
-        saved = self._saved_policy_record("critic_gradient")
-        return saved if saved is None or saved is NO_CHECKPOINT else bool(saved)
+    @staticmethod
+    def _saved_critic_gradient(records: Any) -> Any:
+        """What the checkpoint this run starts from trained with (``records``: ``_saved_policy_records()``): True /
+        False from its ``critic_gradient`` buffer, None when it has none (written before 0.3.0), ``NO_CHECKPOINT``
+        for a fresh run.  Read before the optimizer is built, because the head's Adam holds h's parameters only
+        with the gradient on, and a checkpoint's optimizer state loads only into the same parameter groups."""
+        if records is NO_CHECKPOINT:
+            return NO_CHECKPOINT
+        saved = records["critic_gradient"]
+        return None if saved is None else bool(saved)
 
-    def _saved_latent_scaling(self) -> Any:
+    @staticmethod
+    def _saved_latent_scaling(records: Any) -> Any:
         """h's ``latent_scaling`` the checkpoint this run starts from trained with (its ``latent_scaling_code``
         buffer), None when it has none (written before 0.3.0: min_max), ``NO_CHECKPOINT`` for a fresh run."""
-        saved = self._saved_policy_record("latent_scaling_code")
-        if saved is None or saved is NO_CHECKPOINT:
-            return saved
+        if records is NO_CHECKPOINT:
+            return NO_CHECKPOINT
+        saved = records["latent_scaling_code"]
+        if saved is None:
+            return None
         if not 0 <= saved < len(LATENT_SCALINGS):
             raise TrainerConfigError(
                 f"the checkpoint's network_body.latent_scaling_code = {saved} is not one this version knows "
