@@ -35,7 +35,7 @@ from mlagents_plugins.offpolicy.rows import is_compact_obs
 from mlagents_plugins.sac.settings import SACHeadSettings
 
 #: ``model_update_interval`` resolved for vector observations only (issue #52's cost; docs/muzero_repr.md).
-VECTOR_MODEL_UPDATE_INTERVAL = 2
+VECTOR_MODEL_UPDATE_INTERVAL = 6
 
 #: ``random_shift_pad`` resolved for visual observations (DrQ's 4 pixels on 84x84 images, scaled to 27-36 pixels).
 VISUAL_SHIFT_PAD = 2
@@ -96,9 +96,9 @@ class MuZeroReprSettings(SACHeadSettings):
     # Adam step size of the learned model.
     model_learning_rate: float = attr.ib(default=1.0e-3, validator=positive_float)
     # Model updates are made every ``model_update_interval`` RL updates, ``model_updates_per_interval`` at a time;
-    # null = automatic: VECTOR_MODEL_UPDATE_INTERVAL (2) with vector observations only, where it halved the model's
-    # CPU and learning held on reach_continuous (3 seeds, bench/results/muzero-cost-2026-11-29), 1 with images
-    # (not measured there).
+    # null = automatic: VECTOR_MODEL_UPDATE_INTERVAL (6) with vector observations only, where it brought the CPU per
+    # env step under 2x fast_sac's while reach_continuous and the tiny vector cases learned as at 2 (3 seeds,
+    # bench/results/muzero-model-interval-2026-11-29), 1 with images (not measured there).
     model_update_interval: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
     model_updates_per_interval: int = attr.ib(default=1, validator=positive_int)
     # Clip the model's gradient norm (0 = no clipping).

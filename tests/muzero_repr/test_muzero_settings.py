@@ -17,10 +17,10 @@ def test_defaults_and_structure_from_yaml_dict():
     assert s.model_update_interval is None  # automatic
 
 
-@pytest.mark.parametrize("interval, visual, expected", [(None, False, 2), (None, True, 1), (1, False, 1), (3, True, 3)])
+@pytest.mark.parametrize("interval, visual, expected", [(None, False, 6), (None, True, 1), (1, False, 1), (3, True, 3)])
 def test_automatic_model_update_interval_follows_the_observations(tmp_path, interval, visual, expected):
-    """null: a model update every second SAC update with vector observations only, every update with images; a set
-    value wins.  Checked where it acts: model updates made over six counted updates."""
+    """null: a model update every sixth SAC update with vector observations only, every update with images; a set
+    value wins.  Checked where it acts: model updates made over twelve counted updates."""
     from tests.builders import behavior_spec
     from tests.muzero_repr.muzero_helpers import fill, make_trainer
     import numpy as np
@@ -30,10 +30,10 @@ def test_automatic_model_update_interval_follows_the_observations(tmp_path, inte
     trainer = make_trainer(spec, tmp_path, model_update_interval=interval, batch_size=8)
     fill(trainer, spec, np.random.default_rng(0), n_traj=4)
     assert trainer.hyperparameters.model_interval(spec.observation_specs) == expected
-    for _ in range(6):  # as the base counts them (update_once reads the count)
+    for _ in range(12):  # as the base counts them (update_once reads the count)
         trainer.update_once()
         trainer.num_updates += 1
-    assert trainer.optimizer.num_model_updates == -(-6 // expected)
+    assert trainer.optimizer.num_model_updates == -(-12 // expected)
 
 
 @pytest.mark.parametrize("rl_grad, pad, visual, actions, expected", [
