@@ -182,7 +182,8 @@ def test_normaliser_statistics_are_copied_on_refresh(tmp_path):
 
 # ---------------------------------------------------------------- checkpoints
 def test_checkpoint_restores_the_copy_and_the_cadence(tmp_path):
-    hyper = dict(head_reads_target_repr=True, head_repr_update_period=3)
+    # a model update on every update_once (the counted cadence below), whatever the automatic interval
+    hyper = dict(head_reads_target_repr=True, head_repr_update_period=3, model_update_interval=1)
     trainer, spec = _trainer(tmp_path, **hyper)
     for _ in range(4):  # refreshed at 3, h moved at 4: copy != h
         trainer.update_once()
