@@ -5,7 +5,9 @@ taac and muzero_repr; ppo's for impala).
 A case passes when the final return (mean of the last two of ten summaries) reaches the case's threshold (0.9 of
 the best return 1.0; 0.6 on ``sac-hybrid-2c2d``, where built-in sac reaches 0.9 on 2 of 3 seeds only, and 2000 steps
 on ``sac-entities-continuous``, which it failed at 1000 on seed 0: ``tiny.SAC_HYBRID_2C2D_THRESHOLD``,
-``tiny.SAC_ENTITY_STEPS``, bench/results/tiny-budgets-2026-11-29).  A trainer that does not take a case's actions
+``tiny.SAC_ENTITY_STEPS``, bench/results/tiny-budgets-2026-11-29; built-in ppo's hybrid cases at the budgets and
+threshold it reaches on 3 of 3 seeds: ``tiny.PPO_HYBRID_CAMERA_STEPS``, ``tiny.PPO_HYBRID_2C2D_STEPS``,
+``tiny.PPO_HYBRID_2C2D_THRESHOLD``, bench/results/tiny-issue53-2026-11-30).  A trainer that does not take a case's actions
 stops at start-up with its clear refusal, and that refusal is the expected result (not a skip).  The default run holds ``DEFAULT_RUN`` at seed 0: one
 discrete, one camera-continuous and (impala) one hybrid case per trainer that fits in minutes; every other (trainer,
 case, seed) and the built-in trainers (which show each threshold is reachable in its budget) are ``slow``.  bench/results/tiny-2026-11-27/ has the measured finals; the ``slow`` cases that
