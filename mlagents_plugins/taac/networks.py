@@ -80,6 +80,12 @@ class TaacCritic(LayerNormedCritics):
         actor loss shares one backward pass with the critic loss (``tensor_utils.call_frozen``)."""
         return self.pessimistic(call_frozen(self, obs, tau)).sum(dim=-1)
 
+    def totals_frozen(self, obs: List[torch.Tensor], tau: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``([N] minimum over replicas, [N] first replica)``, each summed over streams, from one frozen pass
+        (``total_frozen``'s gradient routing: only ``tau`` gets a gradient)."""
+        q = call_frozen(self, obs, tau)
+        return self.pessimistic(q).sum(dim=-1), q[0].sum(dim=-1)
+
     def update_normalization(self, buffer: AgentBuffer) -> None:
         for q in self.replicas:
             q.update_normalization(buffer)

@@ -89,6 +89,8 @@ class TaacOptimizer(TorchOptimizer):
         self.use_done = torch.tensor(
             [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names], dtype=torch.float32
         )
+        # The actor's objective: the replicas' minimum Q, or the first replica's (``actor_min_q``; null: the first's).
+        self.actor_min_q = bool(hp.actor_min_q) if hp.actor_min_q is not None else False
         self.action_target_entropy = -hp.action_target_entropy_scale * self.actor.action_size
         self.switch_target_entropy = float(hp.switch_target_entropy)
         self.decay_learning_rate = ModelUtils.DecayedValue(
@@ -167,12 +169,13 @@ class TaacOptimizer(TorchOptimizer):
         # 1. Current rows: proposal, switch, actor loss (critic weights frozen: the gradient reaches x only).
         prop = actor.propose(obs, tau_prev, deterministic=False)
         tau_keep, tau_new = actor.switch_candidates(prop.x, tau_prev)
-        q_new = critic.total_frozen(obs, tau_new)
+        q_new, q1_new = critic.totals_frozen(obs, tau_new)
         with torch.no_grad():
             q_keep = critic.total(obs, tau_keep)
             dist = losses.switch_distribution(q_keep, q_new.detach(), switch_temp, clip)
             fresh_switch = torch.rand_like(dist.p_switch) < dist.p_switch
-        actor_loss = losses.actor_loss(prop.log_pi, q_new, dist.p_switch, alpha_action, valid)
+        q_actor = q_new if self.actor_min_q else q1_new
+        actor_loss = losses.actor_loss(prop.log_pi, q_actor, dist.p_switch, alpha_action, valid)
 
         # 2. Bootstrap values at s_{t+1} with tau^- = tau_t.
         with torch.no_grad():

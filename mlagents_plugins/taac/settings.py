@@ -49,7 +49,8 @@ class TaacSettings(OffPolicyBaseSettings):
     # linear/quadratic only: the actor proposes the next action and the derivatives are inferred (true), or
     # it proposes the highest derivative directly (false).
     inverse_mode: Any = attr.ib(default=True, validator=strict_bool)  # bool (Any: see offpolicy.settings.strict_bool)
-    # Critics Q(s, tau) trained side by side; the minimum is used for the switch, the actor and the target.
+    # Critics Q(s, tau) trained side by side; their minimum is used for the switch and the target (the actor's
+    # objective: actor_min_q).
     num_critic_replicas: int = attr.ib(default=2, validator=positive_int)
     # Polyak rate of the target critics: target <- (1 - rate) * target + rate * online ...
     target_update_tau: float = attr.ib(default=0.005, validator=unit_interval)
@@ -85,6 +86,12 @@ class TaacSettings(OffPolicyBaseSettings):
     # no random slope in tau, while its output scale and observation features keep ML-Agents' initialization (unlike
     # critic_small_init; fast_sac's critic_neutral_init).  (bench/results/tiny-defaults-2026-11-28).
     critic_neutral_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
+    # The actor's (proposal's) objective on the replicas' minimum Q (true: the TAAC paper) instead of the first
+    # replica's alone (false: TD3's and built-in sac's actor, fast_sac's with continuous actions).  The switch and the
+    # targets use the minimum either way.  null = automatic: the first replica's.  On the tiny one-camera task the
+    # minimum held the actor on a fresh critic's random slope on 3 of 20 seeds, the first replica on 1 of 20
+    # (bench/results/tiny-issue53-2026-11-30; docs/taac.md "Actor objective").
+    actor_min_q: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).
     max_repeat_steps: int = attr.ib(default=0, validator=non_negative_int)
     # Start each episode from a uniformly random tau^- instead of zeros (exploration; off in the paper).

@@ -112,6 +112,43 @@ def test_optimizer_update_moves_every_part_and_polyak_target(tmp_path):
         torch.testing.assert_close(p_t, 0.75 * p_old + 0.25 * p_on)
 
 
+@pytest.mark.parametrize("setting,reads", [(None, "first"), (False, "first"), (True, "min")])
+def test_actor_objective_reads_the_first_replica_or_the_minimum(tmp_path, setting, reads):
+    """actor_min_q: the proposal's loss reads the first critic replica's Q (null, false: built-in sac's and fast_sac's
+    actor) or the replicas' minimum (true: the TAAC paper); the switch uses the minimum either way.  The reference is
+    computed here from the critics' raw [R, N, K] outputs with the same noise draw."""
+    from mlagents_plugins.taac import losses as L
+    from mlagents_plugins.taac.optimizer import _flat
+
+    torch.manual_seed(2)
+    hyper = {} if setting is None else {"actor_min_q": setting}
+    trainer = make_trainer(tmp_path, **hyper)
+    trainer.policy = trainer.create_policy(None, BehaviorSpec([obs_spec(4)], ActionSpec.create_continuous(2)))
+    opt = trainer.create_optimizer()
+    assert opt.actor_min_q is (reads == "min")
+    batch = synthetic_batch(trainer, seed=4)
+    n = batch.valid.numel()
+    obs, tau_prev = [_flat(o, n) for o in batch.obs], _flat(batch.tau_prev, n)
+    valid = batch.valid.reshape(n)
+    actor = opt.actor
+    with torch.no_grad():
+        torch.manual_seed(7)
+        prop = actor.propose(obs, tau_prev, deterministic=False)
+        keep, new = actor.switch_candidates(prop.x, tau_prev)
+        q_new = opt.critic(obs, new)  # [R, N, K]
+        q_first, q_min = q_new[0].sum(-1), q_new.min(dim=0)[0].sum(-1)
+        assert (q_first - q_min).abs().max() > 1e-3  # the replicas differ: the two objectives are told apart
+        p_switch = L.switch_distribution(opt.critic.total(obs, keep), q_min, actor.switch_temperature(),
+                                         actor.advantage_clipping).p_switch
+        alpha = actor.log_alpha_action.exp()
+        expected = {q: L.masked_mean(alpha * prop.log_pi - p_switch * v, valid) for q, v in (("first", q_first), ("min", q_min))}
+        torch.manual_seed(7)
+        got = opt.compute_losses(batch).actor_loss
+    torch.testing.assert_close(got, expected[reads], rtol=1e-5, atol=1e-6)
+    other = "min" if reads == "first" else "first"
+    assert (got - expected[other]).abs() > 1e-4
+
+
 def test_critic_loss_falls_on_a_fixed_batch(tmp_path):
     torch.manual_seed(1)
     trainer = make_trainer(tmp_path, learning_rate=3e-3)
