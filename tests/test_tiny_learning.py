@@ -27,8 +27,9 @@ RECURRENT_REFUSED = ("taac", "muzero_repr")
 #: (trainer, case) in the default test run, at seed 0
 DEFAULT_RUN = {
     "fast_sac": ("sac-line-discrete", "sac-camera-continuous", "sac-memory-discrete"),
-    # taac's camera case (about 40 s; 5 of 10 seeds before the automatic mini_batch_length, 8 of 10 after, seed 0
-    # among them, bench/results/tiny-candidates-2026-11-29); its entity case (about 2 minutes) passes 3 of 3, slow
+    # taac's camera case (about 40 s; 5 of 10 seeds before the automatic mini_batch_length, 8 of 10 after,
+    # bench/results/tiny-candidates-2026-11-29; 19 of 20 with the actor on the first critic, seeds 0-2 among them,
+    # bench/results/tiny-issue53-2026-11-30); its entity case (about 2 minutes) passes 3 of 3, slow
     "taac": ("sac-camera-continuous",),
     "impala": ("ppo-line-discrete", "ppo-hybrid-1c1d", "ppo-camera-continuous", "ppo-memory-continuous"),
     # muzero_repr's discrete line (about 15 s warm, against 30-50 s for the discrete square; both were near 0 with
