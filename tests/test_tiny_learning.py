@@ -39,6 +39,13 @@ DEFAULT_RUN = {
 }
 
 
+#: (trainer, case, seed) where a built-in trainer fails its own case at any budget measured, kept as a strict xfail
+#: (an XPASS fails the run, so the entry goes when the built-in starts passing): built-in ppo's resnet case on seed 2
+#: reaches 0.3-0.7 in its first summaries, collapses to about 0 and stays there at 3000, 6000 and 9000 steps (final
+#: 0.078, 0.034, -0.019), where impala passes it on 3 of 3 seeds at each (bench/results/tiny-issue53-2026-11-30).
+BUILTIN_FAILS = {("ppo", "ppo-resnet", 2): "built-in ppo collapses on this seed at every budget measured"}
+
+
 def _refusal(trainer: str, case: tiny.TinyCase):
     """The message pattern of the start-up refusal ``trainer`` gives ``case``, or None when it trains it."""
     if trainer in RECURRENT_REFUSED and dict(case.network_settings).get("memory"):  # refused at construction
@@ -57,6 +64,8 @@ def _params():
             for seed in SEEDS:
                 fast = seed == 0 and case.name in DEFAULT_RUN.get(trainer, ())
                 marks = () if fast else (pytest.mark.slow,)
+                if (trainer, case.name, seed) in BUILTIN_FAILS:
+                    marks += (pytest.mark.xfail(reason=BUILTIN_FAILS[trainer, case.name, seed], strict=True),)
                 yield pytest.param(trainer, case.name, seed, marks=marks, id=f"{trainer}-{case.name}-{seed}")
 
 
@@ -91,3 +100,9 @@ def test_memory_cases_are_not_solved_without_memory(case_name, seed, tmp_path, o
                                hyperparameters=case.hyperparameters + (("compile_update", False),))
     result = tiny.train_case(case, "fast_sac", seed, str(tmp_path))
     assert result.final_mean_reward < 0.5 * case.threshold, (case_name, seed, result.reward_curve)
+
+
+def test_builtin_failures_name_existing_built_in_cases_and_seeds():
+    for (trainer, name, seed) in BUILTIN_FAILS:
+        assert trainer in ("sac", "ppo") and seed in SEEDS, (trainer, name, seed)
+        assert name in {case.name for case in tiny.cases_for(trainer)}, name

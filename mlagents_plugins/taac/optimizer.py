@@ -89,8 +89,9 @@ class TaacOptimizer(TorchOptimizer):
         self.use_done = torch.tensor(
             [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names], dtype=torch.float32
         )
-        # The actor's objective: the replicas' minimum Q, or the first replica's (``actor_min_q``; null: the first's).
-        self.actor_min_q = bool(hp.actor_min_q) if hp.actor_min_q is not None else False
+        # The actor's objective: the replicas' minimum Q, or the first replica's (``actor_min_q``; null: the first's
+        # with an image observation, the minimum otherwise).
+        self.actor_min_q = hp.actor_reads_min(policy.behavior_spec.observation_specs)
         self.action_target_entropy = -hp.action_target_entropy_scale * self.actor.action_size
         self.switch_target_entropy = float(hp.switch_target_entropy)
         self.decay_learning_rate = ModelUtils.DecayedValue(

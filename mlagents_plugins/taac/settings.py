@@ -4,7 +4,7 @@ Extends the shared off-policy settings (batch/buffer/``steps_per_update``/replay
 own fields.  Every validator raises ``TrainerConfigError`` naming the field, the value and what is allowed.
 """
 import math
-from typing import Any, ClassVar, List, Optional
+from typing import Any, ClassVar, List, Optional, Sequence
 
 import attr
 from mlagents.trainers.settings import ScheduleType
@@ -88,9 +88,10 @@ class TaacSettings(OffPolicyBaseSettings):
     critic_neutral_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # The actor's (proposal's) objective on the replicas' minimum Q (true: the TAAC paper) instead of the first
     # replica's alone (false: TD3's and built-in sac's actor, fast_sac's with continuous actions).  The switch and the
-    # targets use the minimum either way.  null = automatic: the first replica's.  On the tiny one-camera task the
-    # minimum held the actor on a fresh critic's random slope on 3 of 20 seeds, the first replica on 1 of 20
-    # (bench/results/tiny-issue53-2026-11-30; docs/taac.md "Actor objective").
+    # targets use the minimum either way.  null = automatic: the first replica's when an observation is an image, the
+    # minimum otherwise.  On the tiny one-camera task the minimum held the actor on a fresh critic's goal-blind slope
+    # on 3 of 20 seeds, the first replica on 1 of 20; on HalfCheetah-v5 (vector) the first replica ended at 3352
+    # against the minimum's 4390 (bench/results/tiny-issue53-2026-11-30; docs/taac.md "Deviations from the paper").
     actor_min_q: Any = attr.ib(default=None, validator=optional_bool)  # Optional[bool]
     # Rollout and inference only: force a new trajectory after this many steps of the same one (0: no limit).
     max_repeat_steps: int = attr.ib(default=0, validator=non_negative_int)
@@ -115,6 +116,12 @@ class TaacSettings(OffPolicyBaseSettings):
     def _check_switch_entropy(self, attribute: "attr.Attribute", value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < math.log(2.0):
             fail(attribute.name, value, f"a number in [0, ln 2 = {math.log(2.0):.4f})")
+
+    def actor_reads_min(self, observation_specs: Sequence[Any]) -> bool:
+        """``actor_min_q``, or when null, whether no observation is an image (3 dimensions)."""
+        if self.actor_min_q is not None:
+            return bool(self.actor_min_q)
+        return not any(len(spec.shape) == 3 for spec in observation_specs)
 
     def critics_layer_normed(self, hidden_units: int) -> bool:
         """``critic_layer_norm``, or when null, whether the critics have at least ``LAYER_NORM_MIN_UNITS`` units a

@@ -112,11 +112,25 @@ def test_optimizer_update_moves_every_part_and_polyak_target(tmp_path):
         torch.testing.assert_close(p_t, 0.75 * p_old + 0.25 * p_on)
 
 
-@pytest.mark.parametrize("setting,reads", [(None, "first"), (False, "first"), (True, "min")])
+def test_actor_min_q_null_reads_the_first_replica_with_an_image_the_minimum_without():
+    image = ObservationSpec((3, 20, 20), (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2 + (DimensionProperty.NONE,),
+                            ObservationType.DEFAULT, "camera")
+    entities = ObservationSpec((4, 4), (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE),
+                               ObservationType.DEFAULT, "entities")
+    auto = TaacSettings()
+    assert auto.actor_reads_min([obs_spec(4)]) and auto.actor_reads_min([obs_spec(4), entities])
+    assert not auto.actor_reads_min([image]) and not auto.actor_reads_min([obs_spec(4), image])
+    for setting in (True, False):
+        assert TaacSettings(actor_min_q=setting).actor_reads_min([image]) is setting
+        assert TaacSettings(actor_min_q=setting).actor_reads_min([obs_spec(4)]) is setting
+
+
+@pytest.mark.parametrize("setting,reads", [(None, "min"), (False, "first"), (True, "min")])
 def test_actor_objective_reads_the_first_replica_or_the_minimum(tmp_path, setting, reads):
-    """actor_min_q: the proposal's loss reads the first critic replica's Q (null, false: built-in sac's and fast_sac's
-    actor) or the replicas' minimum (true: the TAAC paper); the switch uses the minimum either way.  The reference is
-    computed here from the critics' raw [R, N, K] outputs with the same noise draw."""
+    """actor_min_q: the proposal's loss reads the first critic replica's Q (false: built-in sac's and fast_sac's
+    actor) or the replicas' minimum (true: the TAAC paper; null with vector observations, as here); the switch uses the
+    minimum either way.  The reference is computed here from the critics' raw [R, N, K] outputs with the same noise
+    draw."""
     from mlagents_plugins.taac import losses as L
     from mlagents_plugins.taac.optimizer import _flat
 
