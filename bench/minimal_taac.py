@@ -31,6 +31,7 @@ SETTINGS = dict(
     critic_small_init="checked: false (ML-Agents' initialization of the critics' output layers)",
     critic_warmup_updates="the first updates train the critics alone",
     critic_neutral_init="checked: false (ML-Agents' initialization of the critics' action inputs)",
+    actor_min_q="checked: the critics' minimum (null with vector observations, or true)",
 )
 
 
@@ -54,9 +55,10 @@ class MinimalTAAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
         if (hp.trajectory != "constant" or hp.target_update_period != 1 or hp.b1_advantage_clipping is not None
-                or hp.critic_small_init or hp.critic_neutral_init):
+                or hp.critic_small_init or hp.critic_neutral_init or hp.actor_min_q is False):
             raise ValueError("the minimal TAAC loop covers trajectory: constant, target_update_period: 1, "
-                             "b1_advantage_clipping: null, critic_small_init and critic_neutral_init: false only")
+                             "b1_advantage_clipping: null, critic_small_init and critic_neutral_init: false, "
+                             "actor_min_q: null or true only")
         self.hp = hp
         self.L = hp.window_length
         self.n_seq = int(math.ceil(hp.batch_size / self.L))
