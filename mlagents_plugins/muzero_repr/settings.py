@@ -31,7 +31,7 @@ from mlagents_plugins.common.validators import (
 )
 from mlagents_plugins.muzero_repr.losses import LATENT_SCALING_MIN_MAX, LATENT_SCALING_TANH, LATENT_SCALINGS
 from mlagents_plugins.muzero_repr.targets import ACTIONS_AFTER_END_CHOICES
-from mlagents_plugins.offpolicy.rows import is_compact_obs
+from mlagents_plugins.offpolicy.rows import has_visual
 from mlagents_plugins.sac.settings import SACHeadSettings
 
 #: ``model_update_interval`` resolved for vector observations only (issue #52's cost; docs/muzero_repr.md).
@@ -43,11 +43,6 @@ VISUAL_SHIFT_PAD = 2
 
 #: ``repr_gets_rl_gradient``'s ``saved`` for a run that starts from no checkpoint.
 NO_CHECKPOINT = object()
-
-
-def has_visual(observation_specs: Sequence[Any]) -> bool:
-    """Whether any observation is an image (rank 3, as the replay stores camera frames)."""
-    return any(is_compact_obs(spec.shape) for spec in observation_specs)
 
 
 @attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)

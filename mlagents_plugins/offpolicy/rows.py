@@ -17,7 +17,7 @@ Rows are read straight from the chunk's steps, one array per field (``trajectory
 ``Trajectory.to_agentbuffer()`` would give, but without building that buffer: it appends some twenty fields per
 step, most of which an off-policy row never reads.
 """
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -47,6 +47,11 @@ def next_obs_field(i: int) -> str:
 def is_compact_obs(shape) -> bool:
     """Rank-3 observations are camera frames in [0, 1]: stored as uint8."""
     return len(shape) == 3
+
+
+def has_visual(observation_specs: Sequence[Any]) -> bool:
+    """Whether any observation is an image (rank 3, as the replay stores camera frames)."""
+    return any(is_compact_obs(spec.shape) for spec in observation_specs)
 
 
 def transition_fields(spec: BehaviorSpec) -> Dict[str, FieldSpec]:

@@ -21,6 +21,7 @@ from mlagents_plugins.common.validators import (
     strict_bool,
     unit_interval,
 )
+from mlagents_plugins.offpolicy.rows import has_visual
 from mlagents_plugins.offpolicy.settings import OffPolicyBaseSettings
 from mlagents_plugins.taac.trajectories import TrajectoryKind
 
@@ -118,10 +119,10 @@ class TaacSettings(OffPolicyBaseSettings):
             fail(attribute.name, value, f"a number in [0, ln 2 = {math.log(2.0):.4f})")
 
     def actor_reads_min(self, observation_specs: Sequence[Any]) -> bool:
-        """``actor_min_q``, or when null, whether no observation is an image (3 dimensions)."""
+        """``actor_min_q``, or when null, whether no observation is an image (``rows.has_visual``)."""
         if self.actor_min_q is not None:
             return bool(self.actor_min_q)
-        return not any(len(spec.shape) == 3 for spec in observation_specs)
+        return not has_visual(observation_specs)
 
     def critics_layer_normed(self, hidden_units: int) -> bool:
         """``critic_layer_norm``, or when null, whether the critics have at least ``LAYER_NORM_MIN_UNITS`` units a
