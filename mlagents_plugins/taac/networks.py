@@ -75,14 +75,10 @@ class TaacCritic(LayerNormedCritics):
         """``[N]``: sum over streams of the replica minimum (the value the switch and the actor compare)."""
         return self.pessimistic(self(obs, tau)).sum(dim=-1)
 
-    def total_frozen(self, obs: List[torch.Tensor], tau: torch.Tensor) -> torch.Tensor:
-        """``total`` with no gradient reaching the critics' weights, only ``tau`` (the actor's proposal), so the
-        actor loss shares one backward pass with the critic loss (``tensor_utils.call_frozen``)."""
-        return self.pessimistic(call_frozen(self, obs, tau)).sum(dim=-1)
-
     def totals_frozen(self, obs: List[torch.Tensor], tau: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """``([N] minimum over replicas, [N] first replica)``, each summed over streams, from one frozen pass
-        (``total_frozen``'s gradient routing: only ``tau`` gets a gradient)."""
+        """``([N] minimum over replicas, [N] first replica)``, each summed over streams, from one pass with no
+        gradient reaching the critics' weights, only ``tau`` (the actor's proposal), so the actor loss shares one
+        backward pass with the critic loss (``tensor_utils.call_frozen``)."""
         q = call_frozen(self, obs, tau)
         return self.pessimistic(q).sum(dim=-1), q[0].sum(dim=-1)
 
