@@ -313,23 +313,21 @@ def _cases() -> Dict[str, TinyCase]:
     # budgets: the line and the cameras, the square, the hybrid square (sac: the public suite's 10k steps; built-in
     # sac is still short of the threshold at 2500, bench/results/tiny-regressions-2026-11-27)
     for builtin, few, more, hybrid_steps in (("sac", 1000, 2500, 10000), ("ppo", 3000, 8000, 8000)):
-        # the cases a built-in failed at the first budget or threshold (SAC_ENTITY_STEPS, SAC_HYBRID_2C2D_THRESHOLD,
+        # what a user changes in the small config for pixels, entities and hybrid actions; the budgets and threshold
+        # of the cases a built-in failed at the first ones (SAC_ENTITY_STEPS, SAC_HYBRID_2C2D_THRESHOLD,
         # PPO_HYBRID_CAMERA_STEPS, PPO_HYBRID_2C2D_STEPS, PPO_HYBRID_2C2D_THRESHOLD)
-        if builtin == "sac":
-            entity_steps, hybrid_2c2d_steps, hybrid_threshold, hybrid_camera_steps = (
-                SAC_ENTITY_STEPS, hybrid_steps, SAC_HYBRID_2C2D_THRESHOLD, more)
-        else:
-            entity_steps, hybrid_2c2d_steps, hybrid_threshold, hybrid_camera_steps = (
-                few, PPO_HYBRID_2C2D_STEPS, PPO_HYBRID_2C2D_THRESHOLD, PPO_HYBRID_CAMERA_STEPS)
-        # what a user changes in the small config for pixels, entities and hybrid actions
         if builtin == "sac":
             small_batch = (("batch_size", 16), ("learning_rate", 3.0e-4))
             hybrid = (("batch_size", 256), ("buffer_size", 50000), ("buffer_init_steps", 0))
             hybrid_camera = (("batch_size", 128), ("buffer_size", 50000), ("learning_rate", 3.0e-4))
+            entity_steps, hybrid_2c2d_steps, hybrid_threshold, hybrid_camera_steps = (
+                SAC_ENTITY_STEPS, hybrid_steps, SAC_HYBRID_2C2D_THRESHOLD, more)
         else:
             small_batch = (("learning_rate", 3.0e-4),)
             hybrid = (("batch_size", 64), ("buffer_size", 1024), ("learning_rate", 1.0e-3))
             hybrid_camera = (("batch_size", 64), ("buffer_size", 1024), ("learning_rate", 1.0e-4))
+            entity_steps, hybrid_2c2d_steps, hybrid_threshold, hybrid_camera_steps = (
+                few, PPO_HYBRID_2C2D_STEPS, PPO_HYBRID_2C2D_THRESHOLD, PPO_HYBRID_CAMERA_STEPS)
         cases = [
             ("line-continuous", TinyTask(1, 0, line), few, ()),
             ("line-discrete", TinyTask(0, 1, line), few, ()),
