@@ -16,7 +16,7 @@ from bench.minimal_nets import (OFFPOLICY_BASE_SETTINGS, RowStore, frozen_copy, 
 
 SETTINGS = dict(
     OFFPOLICY_BASE_SETTINGS,
-    n_step="window length of the n-step target",
+    n_step="window length of the n-step target (fast_sac's null: 2 without critic_batch_renorm)",
     tau="Polyak rate",
     init_entcoef="initial temperature",
     actor_min_q="checked: automatic/false (Q1 objective for continuous actions)",
@@ -36,8 +36,8 @@ SETTINGS = dict(
     batch_renorm_momentum="no work: critic_batch_renorm false",
     batch_renorm_warmup="no work: critic_batch_renorm false",
     critic_hidden_units="critics' width (null: hidden_units)",
-    adam_beta1="Adam's beta1",
-    actor_update_every="checked: 1 (the actor steps on every update)",
+    adam_beta1="Adam's beta1 (null: 0.9 without critic_batch_renorm)",
+    actor_update_every="checked: 1 (the actor steps on every update; null resolves to 1 without critic_batch_renorm)",
     burn_in="no work: no network_settings.memory (refused without it)",
 )
 #: fast_sac's own settings (not the SAC head's): muzero_repr's minimal loop leaves them out.
@@ -49,12 +49,12 @@ class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
         if (hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init or hp.critic_neutral_init
-                or hp.critic_batch_renorm or hp.actor_update_every != 1):
+                or hp.critic_batch_renorm or hp.resolved_actor_update_every() != 1):
             raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective, "
                              "critic_small_init, critic_neutral_init and critic_batch_renorm: false and "
                              "actor_update_every: 1 only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
-        self.batch, self.n_step, self.tau = hp.batch_size, hp.n_step, hp.tau
+        self.batch, self.n_step, self.tau = hp.batch_size, hp.resolved_n_step(), hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         self.target_entropy = -hp.continuous_target_entropy_scale * float(act_size)
         h, n = net.hidden_units, net.num_layers
@@ -70,7 +70,7 @@ class MinimalSAC:
         actor = list(self.body.parameters()) + list(self.mu.parameters()) + list(self.log_sigma.parameters())
         self.adam = torch.optim.Adam([{"params": actor}, {"params": list(self.q.parameters())},
                                      {"params": [self.log_alpha]}], lr=hp.learning_rate,
-                                    betas=(hp.adam_beta1, 0.999), foreach=True)
+                                    betas=(hp.resolved_adam_beta1(), 0.999), foreach=True)
         self.store = RowStore(rows, obs_size, act_size, np.random.default_rng(seed))
         self.warmup_left = hp.critic_warmup_updates  # updates still to train the critics alone
         self.discounts = self.gamma ** np.arange(self.n_step, dtype=np.float32)

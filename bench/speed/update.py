@@ -130,7 +130,7 @@ def build_fast_sac(tmp: str, rows: int, rng: np.random.Generator, with_builtin: 
         common.fill(sac, spec, rows, rng)
         builtin, step = "sac", builtin_sac_step(sac, hp.batch_size)
     return Bench("fast_sac", trainer.update_once, minimal,
-                 f"batch {hp.batch_size}, n_step {hp.n_step}, {net.num_layers}x{net.hidden_units}",
+                 f"batch {hp.batch_size}, n_step {hp.resolved_n_step()}, {net.num_layers}x{net.hidden_units}",
                  common.optimized_parameters(trainer.optimizer.head), builtin, step)
 
 

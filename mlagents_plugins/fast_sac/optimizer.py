@@ -53,9 +53,9 @@ class FastSACOptimizer(TorchOptimizer):
             critic_warmup_updates=hp.critic_warmup_updates,
             neutral_critic_init=bool(hp.critic_neutral_init),
             batch_renorm=hp.batch_renorm_spec(),
-            adam_beta1=float(hp.adam_beta1),
-            actor_update_every=int(hp.actor_update_every),
-            critic_loss_fn=self._critic_loss if hp.actor_update_every > 1 else None,
+            adam_beta1=hp.resolved_adam_beta1(),
+            actor_update_every=hp.resolved_actor_update_every(),
+            critic_loss_fn=self._critic_loss if hp.resolved_actor_update_every() > 1 else None,
         )
         self._normalize = policy.network_settings.normalize
 

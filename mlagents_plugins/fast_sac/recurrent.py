@@ -99,18 +99,20 @@ def check_memory_settings(behavior_name: str, trainer_settings: TrainerSettings)
             "trains on a varying number of rows per batch and runs eagerly; allowed: null or false with memory."
         )
     # the recurrent update's SAC head takes none of these (fast_sac/optimizer.py does): refused, not ignored
-    for field, value, default in (
-        ("critic_batch_renorm", hp.critic_batch_renorm, False),
-        ("critic_neutral_init", hp.critic_neutral_init, False),
-        ("critic_warmup_updates", hp.critic_warmup_updates, 0),
-        ("critic_hidden_units", hp.critic_hidden_units, None),
-        ("adam_beta1", hp.adam_beta1, 0.9),
-        ("actor_update_every", hp.actor_update_every, 1),
+    # (adam_beta1 and actor_update_every: null resolves to the allowed value without critic_batch_renorm)
+    for field, value, allowed in (
+        ("critic_batch_renorm", hp.critic_batch_renorm, (False,)),
+        ("critic_neutral_init", hp.critic_neutral_init, (False,)),
+        ("critic_warmup_updates", hp.critic_warmup_updates, (0,)),
+        ("critic_hidden_units", hp.critic_hidden_units, (None,)),
+        ("adam_beta1", hp.adam_beta1, (None, 0.9)),
+        ("actor_update_every", hp.actor_update_every, (None, 1)),
     ):
-        if value != default:
+        if value is True or value not in allowed:
+            names = " or ".join("null" if a is None else str(a).lower() for a in allowed)
             raise TrainerConfigError(
                 f"hyperparameters.{field} = {value} for {where} with network_settings.memory: the recurrent update "
-                f"does not implement it; allowed: {'null' if default is None else str(default).lower()} with memory."
+                f"does not implement it; allowed: {names} with memory."
             )
 
 

@@ -38,11 +38,14 @@ class FastSACSettings(SACHeadSettings):
     # actions, while its output scale and observation features keep ML-Agents' initialization (unlike
     # critic_small_init).  (bench/results/tiny-defaults-2026-11-28).
     critic_neutral_init: Any = attr.ib(default=False, validator=strict_bool)  # bool
-    # --- CrossQ's critic ideas (issue #56; docs/fast_sac_crossq.md; all off by default) ---
+    # --- CrossQ's recipe (issue #56; docs/fast_sac_crossq.md; off by default) ---
     # CrossQ's critics (Bhatt, Palenicek et al. 2024): batch renormalization (Ioffe 2017) before every linear layer
     # of both critics and before their value heads, no target critics (no Polyak update; ``tau`` unused), and the
     # taken and the bootstrap state-actions in one critic pass so the normalization sees both.  The actor stays a
     # plain MLP (the ONNX export is unchanged).  Replaces critic_layer_norm (null resolves to off; true is refused).
+    # With it, adam_beta1, actor_update_every and n_step default to CrossQ's values (their null), so this one
+    # setting turns on CrossQ's recipe.  Not the default: on the validation scenes' drop-in config it ended lower
+    # than SAC's critics on 3 of the 4 continuous scenes (bench/results/fast-sac-crossq-default-2026-11-30).
     critic_batch_renorm: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # Rate of the batch renormalization's running averages (CrossQ: 0.01); only with critic_batch_renorm.
     batch_renorm_momentum: float = attr.ib(default=0.01)
@@ -52,11 +55,17 @@ class FastSACSettings(SACHeadSettings):
     # Hidden units of each critic layer; null = network_settings.hidden_units (the actor's).  CrossQ: 2048 (its
     # sb3-contrib port: 1024) with a 256-unit actor; the critic's CPU cost grows with the square of the width.
     critic_hidden_units: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
-    # Adam's beta1 for actor, critics and temperatures (PyTorch's 0.9; CrossQ: 0.5).
-    adam_beta1: float = attr.ib(default=0.9)
+    # Adam's beta1 for actor, critics and temperatures (PyTorch's 0.9; CrossQ: 0.5).  null = 0.5 with
+    # critic_batch_renorm, 0.9 without.
+    adam_beta1: Optional[float] = attr.ib(default=None)
     # The actor and the temperatures step on every k-th update, the critics on every update (TD3's policy delay;
-    # CrossQ: 3).  The updates in between skip the actor's pass at s (cheaper).  1 = every update.
-    actor_update_every: int = attr.ib(default=1, validator=positive_int)
+    # CrossQ: 3).  The updates in between skip the actor's pass at s (cheaper).  1 = every update.  null = 3 with
+    # critic_batch_renorm, 1 without.
+    actor_update_every: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
+    # Steps in the TD target (the SAC head's n_step, its meaning there).  null = 1 with critic_batch_renorm
+    # (CrossQ's one-step targets: HalfCheetah-v5 at 100k 7000 / 8048 / 7244 on seeds 0-2 against 6008 / 4421 / 5363
+    # with 2; bench/results/fast-sac-crossq-100k-2026-11-28), 2 without (issue #14, docs/fast_sac.md).
+    n_step: Optional[int] = attr.ib(default=None, validator=optional_positive_int)
     # With network_settings.memory: rows before each sampled sequence (same trajectory chunk) run through the
     # policy's and the critics' LSTMs only to bring their memories up to date, without a loss (R2D2's burn-in,
     # Kapturowski et al. 2019).  0 = none, as built-in sac: the policy starts from the memory stored when the
@@ -72,6 +81,8 @@ class FastSACSettings(SACHeadSettings):
 
     @adam_beta1.validator
     def _check_beta1(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value is None:
+            return
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
             fail(attribute.name, value, "a number in [0, 1), e.g. 0.9 (PyTorch) or 0.5 (CrossQ)")
 
@@ -86,6 +97,24 @@ class FastSACSettings(SACHeadSettings):
         if not self.critic_batch_renorm:
             return None
         return float(self.batch_renorm_momentum), int(self.batch_renorm_warmup)
+
+    def resolved_adam_beta1(self) -> float:
+        """``adam_beta1``, or when null, CrossQ's 0.5 with ``critic_batch_renorm`` and PyTorch's 0.9 without."""
+        if self.adam_beta1 is not None:
+            return float(self.adam_beta1)
+        return 0.5 if self.critic_batch_renorm else 0.9
+
+    def resolved_actor_update_every(self) -> int:
+        """``actor_update_every``, or when null, CrossQ's 3 with ``critic_batch_renorm`` and 1 without."""
+        if self.actor_update_every is not None:
+            return int(self.actor_update_every)
+        return 3 if self.critic_batch_renorm else 1
+
+    def resolved_n_step(self) -> int:
+        """``n_step``, or when null, CrossQ's 1 with ``critic_batch_renorm`` and 2 without."""
+        if self.n_step is not None:
+            return int(self.n_step)
+        return 1 if self.critic_batch_renorm else 2
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""

@@ -121,7 +121,7 @@ class FastSACTrainer(OffPolicyTrainerBase):
         rows = self.replay.sample_indices(count, self.rng)
         windows = sequences.sequence_windows(self.replay, rows, self.memory.sequence_length, hp.burn_in)
         batch = recurrent.sequence_batch(
-            self.replay, windows, hp.n_step, self.policy.behavior_spec, self._stream_rewards,
+            self.replay, windows, hp.resolved_n_step(), self.policy.behavior_spec, self._stream_rewards,
             self.optimizer.gammas, self.optimizer.use_done, self.optimizer.device,
         )
         if self.shift_pad <= 0:
@@ -135,7 +135,7 @@ class FastSACTrainer(OffPolicyTrainerBase):
         start, weights = sample_starts(self.replay, self.rng, hp.batch_size, hp.prioritized_replay, beta, dev)
         self._last_indices = start
         batch = window_batch(
-            self.replay, start, weights, hp.n_step, self.policy.behavior_spec, self._stream_rewards,
+            self.replay, start, weights, hp.resolved_n_step(), self.policy.behavior_spec, self._stream_rewards,
             self.optimizer.gammas, self.optimizer.use_done, dev,
         )
         if self.shift_pad <= 0:

@@ -351,13 +351,33 @@ def test_batch_renorm_refuses_an_explicit_layer_norm():
 
 def test_defaults_leave_fast_sac_as_it_was(tmp_path):
     hp = FastSACSettings()
-    assert (hp.critic_batch_renorm, hp.critic_hidden_units, hp.adam_beta1, hp.actor_update_every) == (
-        False, None, 0.9, 1)
+    assert (hp.critic_batch_renorm, hp.critic_hidden_units, hp.adam_beta1, hp.actor_update_every, hp.n_step) == (
+        False, None, None, None, None)
+    assert (hp.resolved_adam_beta1(), hp.resolved_actor_update_every(), hp.resolved_n_step()) == (0.9, 1, 2)
     trainer = _filled(tmp_path, behavior_spec(((5,),), cont=2))
     head = trainer.optimizer.head
     assert head.q_target is not None and not head.joint_critic and head.critic_step is None
     assert all(g["betas"] == (0.9, 0.999) for g in head.adam.param_groups)
     assert not any(isinstance(m, BatchRenorm) for m in head.q_net.modules())
+    assert trainer.sample_batch().r_t.shape[1] == 2  # [B, n_step, streams]
+
+
+def test_critic_batch_renorm_alone_turns_on_crossqs_recipe(tmp_path):
+    """adam_beta1, actor_update_every and n_step null follow critic_batch_renorm: CrossQ's 0.5, 3 and 1 with it."""
+    hp = FastSACSettings(critic_batch_renorm=True)
+    assert (hp.resolved_adam_beta1(), hp.resolved_actor_update_every(), hp.resolved_n_step()) == (0.5, 3, 1)
+    trainer = _filled(tmp_path / "cq", behavior_spec(((5,),), cont=2), critic_batch_renorm=True)
+    head = trainer.optimizer.head
+    assert head.q_target is None and head.joint_critic and head.actor_update_every == 3
+    assert all(g["betas"] == (0.5, 0.999) for g in head.adam.param_groups)
+    assert trainer.sample_batch().r_t.shape[1] == 1  # one-step targets
+    # an explicit value wins either way
+    for renorm in (True, False):
+        set_ = FastSACSettings(critic_batch_renorm=renorm, adam_beta1=0.7, actor_update_every=2, n_step=3)
+        assert (set_.resolved_adam_beta1(), set_.resolved_actor_update_every(), set_.resolved_n_step()) == (0.7, 2, 3)
+    explicit = _filled(tmp_path / "n2", behavior_spec(((5,),), cont=2), critic_batch_renorm=True, n_step=2,
+                       actor_update_every=1)
+    assert explicit.sample_batch().r_t.shape[1] == 2 and explicit.optimizer.head.critic_step is None
 
 
 def test_hypernetwork_goal_conditioning_is_refused_clearly():
@@ -451,6 +471,7 @@ def test_crossq_preset_configs_hold_the_screened_recipe_and_build_a_target_free_
         TrainerSettings.default_override = None
     hp = settings.hyperparameters
     assert hp.batch_renorm_spec() == (0.01, 100000) and hp.critic_hidden_units is None
+    assert hp.resolved_n_step() == 1  # CrossQ's one-step targets (n_step null with critic_batch_renorm)
     units = settings.network_settings.hidden_units
     assert units == 256
     spec = behavior_spec(((11,),), cont=3)
