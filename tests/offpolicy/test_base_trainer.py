@@ -110,7 +110,7 @@ def test_curiosity_is_evaluated_on_minibatch_and_updated_on_its_own_cadence(tmp_
     assert len(updates) == trainer.num_reward_signal_updates == 6  # 30 steps / 5
     assert set(updates) == {8}
     batch = trainer.sample_batch()
-    assert batch.r_t.shape == (8, settings.hyperparameters.n_step, 2)  # [B, n-step window, streams]
+    assert batch.r_t.shape == (8, settings.hyperparameters.resolved_n_step(), 2)  # [B, n-step window, streams]
     assert batch.r_t[:, 0, 1].abs().sum() > 0  # curiosity reward present on the sampled rows
 
 
