@@ -459,3 +459,16 @@ def test_speed_kind_passes_over_a_kind_marked_not_comparable_unless_it_is_the_on
     assert bench_gym.speed_kind(records) == EPYC
     assert bench_gym.speed_kind(records[:2]) == shared
     assert bench_gym.speed_kind(records, "load 4-8") == shared
+
+
+def test_speed_kind_named_in_full_wins_over_a_longer_kind_containing_it():
+    """The clean Xeon kind is part of the shared Xeon kind's name: naming it in full picks it, a part of both is refused."""
+    shared = XEON + ", shared (load 4-8: CPU seconds not comparable)"
+    records = ([_stamped("sb3_sac", s, 5000.0, 40.0, kind=shared) for s in (0, 1)]
+               + [_stamped("fast_sac", s, 4500.0, 60.0, kind=XEON) for s in (0, 1)]
+               + [_stamped("fast_sac_crossq", s, 7000.0, 70.0) for s in (0, 1, 2)])
+    assert bench_gym.speed_kind(records) == EPYC  # the most records
+    assert bench_gym.speed_kind(records, XEON) == XEON
+    assert bench_gym.speed_kind(records, XEON.upper()) == XEON
+    with pytest.raises(ValueError, match="matches 2"):
+        bench_gym.speed_kind(records, "Xeon")
