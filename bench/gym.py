@@ -619,14 +619,15 @@ def kind_counts(records: Sequence[Dict[str, Any]]) -> Dict[str, int]:
 
 def speed_kind(records: Sequence[Dict[str, Any]], wanted: Optional[str] = None) -> Optional[str]:
     """The machine kind whose records give the cost columns (env steps / CPU s, wall s, CPU s): the one named
-    ``wanted`` in full or else the one containing it (case-insensitive), else the kind of most finished records (the first seen among equals), a kind
-    marked ``NOT_COMPARABLE`` (a machine shared with other jobs) only when no other kind has records; None without
-    finished records.  Returns are taken from every kind; seconds from one, since a CPU second of one kind
-    of machine is not one of another.  ValueError when ``wanted`` matches no kind or several."""
+    ``wanted`` in full, or else the one containing it (case-insensitive); without ``wanted`` the kind of most
+    finished records (the first seen among equals), a kind marked ``NOT_COMPARABLE`` (a machine shared with other
+    jobs) only when no other kind has records; None without finished records.  Returns are taken from every kind;
+    seconds from one, since a CPU second of one kind of machine is not one of another.  ValueError when ``wanted`` matches no kind or several."""
     counts = kind_counts(records)
     if wanted:
         # a kind named in full wins, even where it is also part of another kind's name
-        matches = [k for k in counts if wanted.lower() == k.lower()] or [k for k in counts if wanted.lower() in k.lower()]
+        matches = ([k for k in counts if wanted.lower() == k.lower()]
+                   or [k for k in counts if wanted.lower() in k.lower()])
         if len(matches) != 1:
             raise ValueError(f"--speed-kind {wanted!r} matches {len(matches)} of the records' machine kinds; "
                              f"allowed: a part of exactly one of {', '.join(repr(k) for k in counts) or 'none'}")

@@ -108,7 +108,7 @@ def check_memory_settings(behavior_name: str, trainer_settings: TrainerSettings)
         ("adam_beta1", hp.adam_beta1, (None, 0.9)),
         ("actor_update_every", hp.actor_update_every, (None, 1)),
     ):
-        if value is True or value not in allowed:
+        if value is True or value not in allowed:  # (True == 1: actor_update_every true is refused, not read as 1)
             names = " or ".join("null" if a is None else str(a).lower() for a in allowed)
             raise TrainerConfigError(
                 f"hyperparameters.{field} = {value} for {where} with network_settings.memory: the recurrent update "
