@@ -34,6 +34,7 @@ class FastSACOptimizer(TorchOptimizer):
         self.gammas = [self.reward_signals[n].gamma for n in self.stream_names]
         self.use_done = [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names]
         critic_settings = policy.network_settings
+        actor_update_every = hp.resolved_actor_update_every()
         if hp.critic_hidden_units is not None:
             critic_settings = attr.evolve(critic_settings, hidden_units=int(hp.critic_hidden_units))
         self.head = SACHead(
@@ -54,8 +55,8 @@ class FastSACOptimizer(TorchOptimizer):
             neutral_critic_init=bool(hp.critic_neutral_init),
             batch_renorm=hp.batch_renorm_spec(),
             adam_beta1=hp.resolved_adam_beta1(),
-            actor_update_every=hp.resolved_actor_update_every(),
-            critic_loss_fn=self._critic_loss if hp.resolved_actor_update_every() > 1 else None,
+            actor_update_every=actor_update_every,
+            critic_loss_fn=self._critic_loss if actor_update_every > 1 else None,
         )
         self._normalize = policy.network_settings.normalize
 

@@ -98,23 +98,23 @@ class FastSACSettings(SACHeadSettings):
             return None
         return float(self.batch_renorm_momentum), int(self.batch_renorm_warmup)
 
+    def _crossq_or_sac(self, value: Any, crossq: Any, sac: Any) -> Any:
+        """``value`` when set, else CrossQ's ``crossq`` with ``critic_batch_renorm`` and SAC's ``sac`` without."""
+        if value is not None:
+            return value
+        return crossq if self.critic_batch_renorm else sac
+
     def resolved_adam_beta1(self) -> float:
         """``adam_beta1``, or when null, CrossQ's 0.5 with ``critic_batch_renorm`` and PyTorch's 0.9 without."""
-        if self.adam_beta1 is not None:
-            return float(self.adam_beta1)
-        return 0.5 if self.critic_batch_renorm else 0.9
+        return float(self._crossq_or_sac(self.adam_beta1, 0.5, 0.9))
 
     def resolved_actor_update_every(self) -> int:
         """``actor_update_every``, or when null, CrossQ's 3 with ``critic_batch_renorm`` and 1 without."""
-        if self.actor_update_every is not None:
-            return int(self.actor_update_every)
-        return 3 if self.critic_batch_renorm else 1
+        return int(self._crossq_or_sac(self.actor_update_every, 3, 1))
 
     def resolved_n_step(self) -> int:
         """``n_step``, or when null, CrossQ's 1 with ``critic_batch_renorm`` and 2 without."""
-        if self.n_step is not None:
-            return int(self.n_step)
-        return 1 if self.critic_batch_renorm else 2
+        return int(self._crossq_or_sac(self.n_step, 1, 2))
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""
