@@ -82,7 +82,7 @@ def test_init_reaches_critics_before_their_own_initializations(tmp_path):
     for q in (trainer.optimizer.head.q_net.q1, trainer.optimizer.head.q_net.q2):
         first = next(m for m in q.network_body._body_endoder.modules() if isinstance(m, torch.nn.Linear))
         assert torch.count_nonzero(first.weight[:, -2:]) == 0
-        assert float(first.bias.abs().max()) > 0.0  # PyTorch's bias (ML-Agents': zero)
+        assert float(first.bias.detach().abs().max()) > 0.0  # PyTorch's bias (ML-Agents': zero)
 
 
 def test_recurrent_critic_body_follows_the_setting(tmp_path):
