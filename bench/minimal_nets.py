@@ -34,16 +34,18 @@ OFFPOLICY_BASE_SETTINGS = {
 }
 
 
-def swish_mlp(input_size: int, hidden: int, num_layers: int, output_size: int = 0, layer_norm: bool = False) -> nn.Sequential:
+def swish_mlp(input_size: int, hidden: int, num_layers: int, output_size: int = 0, layer_norm: bool = False,
+              relu: bool = False) -> nn.Sequential:
     """``num_layers`` (Linear, SiLU) blocks, then a Linear to ``output_size`` when it is > 0; with ``layer_norm``
-    each block is (Linear, LayerNorm without scale and shift, SiLU), as fast_sac's ``critic_layer_norm``."""
+    each block is (Linear, LayerNorm without scale and shift, SiLU), as fast_sac's ``critic_layer_norm``; with
+    ``relu`` ReLU takes SiLU's place (fast_sac's ``network_activation: relu``)."""
     layers: List[nn.Module] = []
     size = input_size
     for _ in range(num_layers):
         layers.append(nn.Linear(size, hidden))
         if layer_norm:
             layers.append(nn.LayerNorm(hidden, elementwise_affine=False))
-        layers.append(nn.SiLU())
+        layers.append(nn.ReLU() if relu else nn.SiLU())
         size = hidden
     if output_size > 0:
         layers.append(nn.Linear(size, output_size))

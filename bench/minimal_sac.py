@@ -39,10 +39,13 @@ SETTINGS = dict(
     adam_beta1="Adam's beta1 (null: 0.9 without critic_batch_renorm)",
     actor_update_every="checked: 1 (the actor steps on every update; null resolves to 1 without critic_batch_renorm)",
     burn_in="no work: no network_settings.memory (refused without it)",
+    network_activation="the hidden layers' activation (SiLU, or ReLU with relu)",
+    network_init="no work per update: the initial weights only (this loop keeps PyTorch's nn.Linear default)",
 )
 #: fast_sac's own settings (not the SAC head's): muzero_repr's minimal loop leaves them out.
 FAST_SAC_OWN = ("critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm", "batch_renorm_momentum", "batch_renorm_warmup",
-                "critic_hidden_units", "adam_beta1", "actor_update_every", "burn_in")
+                "critic_hidden_units", "adam_beta1", "actor_update_every", "burn_in",
+                "network_activation", "network_init")
 
 
 class MinimalSAC:
@@ -58,12 +61,13 @@ class MinimalSAC:
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
         self.target_entropy = -hp.continuous_target_entropy_scale * float(act_size)
         h, n = net.hidden_units, net.num_layers
-        self.body = swish_mlp(obs_size, h, n)
+        relu = hp.network_recipe().activation == "relu"
+        self.body = swish_mlp(obs_size, h, n, relu=relu)
         self.mu, self.log_sigma = torch.nn.Linear(h, act_size), torch.nn.Linear(h, act_size)
         hc = hp.critic_hidden_units or h
         normed = hp.critics_layer_normed(0, hc)  # continuous actions only
-        self.q1 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed)
-        self.q2 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed)
+        self.q1 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed, relu=relu)
+        self.q2 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed, relu=relu)
         self.q = torch.nn.ModuleList([self.q1, self.q2])
         self.q_target = frozen_copy(self.q)
         self.log_alpha = torch.nn.Parameter(torch.full((1,), float(np.log(hp.init_entcoef))))

@@ -57,6 +57,7 @@ class FastSACOptimizer(TorchOptimizer):
             adam_beta1=hp.resolved_adam_beta1(),
             actor_update_every=actor_update_every,
             critic_loss_fn=self._critic_loss if actor_update_every > 1 else None,
+            recipe=hp.network_recipe(),
         )
         self._normalize = policy.network_settings.normalize
 

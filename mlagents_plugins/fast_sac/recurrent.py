@@ -241,6 +241,7 @@ class RecurrentFastSACOptimizer(TorchOptimizer):
         self.sequence_length = ns.memory.sequence_length
         # The critics' recurrent body: observation encoders, the MLP and an LSTM of the policy's shape.
         self.critic_body = NetworkBody(policy.behavior_spec.observation_specs, ns).to(self.device)
+        hp.network_recipe().apply_(self.critic_body)
         fuse_swish_(self.critic_body)
         self.target_critic_body = target_copy(self.critic_body).to(self.device)
         head_settings = attr.evolve(ns, memory=None, normalize=False)
@@ -258,6 +259,7 @@ class RecurrentFastSACOptimizer(TorchOptimizer):
             device=self.device,
             extra_params=[p for p in self.critic_body.parameters() if p.requires_grad],
             small_critic_init=hp.critics_start_small(self.action_spec.continuous_size, len(self.branches)),
+            recipe=hp.network_recipe(),
         )
         self.body_params = [p for p in self.critic_body.parameters() if p.requires_grad]
         self.target_body_params = [

@@ -6,15 +6,21 @@ import attr
 
 from mlagents_plugins.common import settings_conversion
 from mlagents_plugins.common.image_augment import automatic_shift_pad
+from mlagents_plugins.common.network_recipe import MLAGENTS, SWISH, NetworkRecipe
 from mlagents_plugins.common.validators import (
     fail,
     non_negative_int,
+    one_of,
     optional_non_negative_int,
     optional_positive_int,
     positive_int,
     strict_bool,
 )
 from mlagents_plugins.sac.settings import SACHeadSettings
+
+
+ACTIVATIONS = NetworkRecipe.ACTIVATIONS
+INITS = NetworkRecipe.INITS
 
 
 @attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
@@ -73,6 +79,14 @@ class FastSACSettings(SACHeadSettings):
     # sequences start deep into long episodes and the stored memories grow stale as the policy changes; each step
     # costs as much compute as a trained one.  Refused without memory.  (docs/fast_sac.md "Recurrent policies")
     burn_in: int = attr.ib(default=0, validator=non_negative_int)
+    # --- the network (issue #56; docs/fast_sac.md "Network") ---
+    # The activation after each hidden layer of the actor and both critics (every ML-Agents Swish in them): "swish"
+    # (ML-Agents' x * sigmoid(x)) or "relu" (the SAC paper's and Stable-Baselines3's).  null = swish.
+    network_activation: Optional[str] = attr.ib(default=None, validator=attr.validators.optional(one_of(*ACTIVATIONS)))
+    # The initialization of every linear layer of the actor and both critics: "mlagents" (ML-Agents': weights normal
+    # of std 1/sqrt(fan_in), biases 0, the action heads scaled by 0.2) or "torch" (PyTorch's default of nn.Linear,
+    # as in Stable-Baselines3's SAC).  null = mlagents.
+    network_init: Optional[str] = attr.ib(default=None, validator=attr.validators.optional(one_of(*INITS)))
 
     @batch_renorm_momentum.validator
     def _check_momentum(self, attribute: "attr.Attribute", value: Any) -> None:
@@ -115,6 +129,10 @@ class FastSACSettings(SACHeadSettings):
     def resolved_n_step(self) -> int:
         """``n_step``, or when null, CrossQ's 1 with ``critic_batch_renorm`` and 2 without."""
         return int(self._crossq_or_sac(self.n_step, 1, 2))
+
+    def network_recipe(self) -> NetworkRecipe:
+        """The actor's and the critics' activation and initialization (nulls resolved)."""
+        return NetworkRecipe(self.network_activation or SWISH, self.network_init or MLAGENTS)
 
     def shift_pad(self, observation_specs: Sequence[Any]) -> int:
         """``random_shift_pad``, or when null, ``image_augment.automatic_shift_pad`` of the observations."""

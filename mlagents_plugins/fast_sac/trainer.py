@@ -100,6 +100,7 @@ class FastSACTrainer(OffPolicyTrainerBase):
             SimpleActor,
             {"conditional_sigma": True, "tanh_squash": True},
         )
+        self.hyperparameters.network_recipe().apply_(policy.actor)  # before the optimizer holds its parameters
         fuse_swish_(policy.actor)
         return policy
 

@@ -29,6 +29,7 @@ from mlagents_plugins.common.fast_kernels import (
     fuse_swish_,
     fused_adam_kwargs,
 )
+from mlagents_plugins.common.network_recipe import NetworkRecipe
 from mlagents_plugins.common.tensor_utils import polyak_update_
 from mlagents_plugins.sac import losses
 from mlagents_plugins.sac.losses import SACBatch, SACLosses
@@ -89,6 +90,8 @@ class SACHead:
     :param actor_update_every: the actor and the temperatures step on every k-th update only, the critics on every
         update (fast_sac's ``actor_update_every``); the other updates run ``critic_loss_fn``, the same loss without the
         actor's pass (``losses.sac_losses`` with ``update_actor`` false).
+    :param recipe: the critics' activation and initialization (fast_sac's ``network_activation`` and
+        ``network_init``, ``common/network_recipe.py``); None: ML-Agents' (muzero_repr).
     """
 
     def __init__(
@@ -112,6 +115,7 @@ class SACHead:
         adam_beta1: float = 0.9,
         actor_update_every: int = 1,
         critic_loss_fn: Optional[LossFn] = None,
+        recipe: Optional[NetworkRecipe] = None,
     ):
         self.hyperparameters = hp
         self.action_spec = action_spec
@@ -127,6 +131,7 @@ class SACHead:
             small_output_init=small_critic_init,
             action_neutral_init=neutral_critic_init,
             batch_renorm=batch_renorm,
+            recipe=recipe,
         ).to(device)
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
         self.joint_critic = batch_renorm is not None

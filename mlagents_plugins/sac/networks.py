@@ -25,6 +25,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents_plugins.common.batch_renorm import renorm_bodies, renormed_forward
 from mlagents_plugins.common.critic_norm import LayerNormedCritics, init_action_neutral_, init_outputs_small_
+from mlagents_plugins.common.network_recipe import NetworkRecipe
 from mlagents_plugins.common.tensor_utils import call_frozen, target_copy
 from mlagents_plugins.sac import losses
 
@@ -42,7 +43,8 @@ class TwinQ(LayerNormedCritics):
     weights and biases of both critics' output layers drawn from U(-3e-3, 3e-3) (``critic_norm.init_outputs_small_``)
     instead of ML-Agents' initialization, so every Q value, and its slope in the continuous actions, starts near 0
     (the hidden layers keep ML-Agents' initialization).  ``action_neutral_init``: both critics start indifferent
-    between actions (``critic_norm.init_action_neutral_``, fast_sac's ``critic_neutral_init``)."""
+    between actions (``critic_norm.init_action_neutral_``, fast_sac's ``critic_neutral_init``).  ``recipe``: both
+    critics' activation and initialization (``common/network_recipe.py``; None: ML-Agents')."""
 
     def __init__(
         self,
@@ -54,6 +56,7 @@ class TwinQ(LayerNormedCritics):
         small_output_init: bool = False,
         action_neutral_init: bool = False,
         batch_renorm: Optional[Tuple[float, int]] = None,
+        recipe: Optional[NetworkRecipe] = None,
     ):
         super().__init__()
         self.stream_names = list(stream_names)
@@ -61,6 +64,10 @@ class TwinQ(LayerNormedCritics):
         cont = int(action_spec.continuous_size)
         self.q1 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
         self.q2 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
+        if recipe is not None:
+            # before anything below reads the layers or sets an initialization of its own
+            recipe.apply_(self.q1)
+            recipe.apply_(self.q2)
         self._normalize_bodies((self.q1, self.q2), layer_norm)
         if small_output_init:
             init_outputs_small_((self.q1, self.q2))
