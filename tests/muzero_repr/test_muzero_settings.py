@@ -139,10 +139,11 @@ def test_sac_head_defaults_are_fast_sacs():
     value, so a config that leaves them unset trains the same SAC head in both trainers (init_entcoef included)."""
     ours, theirs = MuZeroReprSettings(), FastSACSettings()
     # fast_sac's own settings, not the shared SAC head's: muzero_repr's critics read the latent (the warm-up, the
-    # neutral initialization, CrossQ's critic options); the small output initialization is the head's, shared.
+    # neutral initialization, CrossQ's critic options, the network's activation and initialization); the small
+    # output initialization is the head's, shared.
     fast_sac_only = {"critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm",
                      "batch_renorm_momentum", "batch_renorm_warmup", "critic_hidden_units", "adam_beta1",
-                     "actor_update_every", "burn_in"}
+                     "actor_update_every", "burn_in", "network_activation", "network_init"}
     # n_step is the head's, but fast_sac's null follows critic_batch_renorm (1 with CrossQ's critics, 2 without):
     # muzero_repr's critics are SAC's, and its 2 is what fast_sac resolves to with them
     assert ours.n_step == theirs.resolved_n_step() == 2 and theirs.n_step is None
