@@ -16,7 +16,7 @@ ML-Agents' opset 9, the very nodes ``Swish`` produced.
 """
 import contextlib
 import time
-from typing import Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, Optional
 
 from mlagents.torch_utils import nn, torch
 from mlagents.trainers.torch_entities.layers import Swish
@@ -39,17 +39,18 @@ def fuse_swish_(module: nn.Module) -> int:
     (``MLAGENTS_PLUGINS_NO_FUSED_SWISH=1``) or under an mlagents version it was not checked against."""
     from mlagents_plugins.host import patches
 
-    return _fuse_swish(module) if patches.allowed("fused_swish") else 0
+    return replace_swish_(module, FusedSwish) if patches.allowed("fused_swish") else 0
 
 
-def _fuse_swish(module: nn.Module) -> int:
+def replace_swish_(module: nn.Module, make: Callable[[], nn.Module]) -> int:
+    """Replace every ML-Agents ``Swish`` inside ``module`` (in place) by a fresh ``make()``; returns how many."""
     swapped = 0
     for name, child in list(module.named_children()):
         if isinstance(child, Swish):
-            setattr(module, name, FusedSwish())
+            setattr(module, name, make())
             swapped += 1
         else:
-            swapped += _fuse_swish(child)
+            swapped += replace_swish_(child, make)
     return swapped
 
 

@@ -18,7 +18,8 @@ from typing import ClassVar, Tuple
 import attr
 
 from mlagents.torch_utils import nn
-from mlagents.trainers.torch_entities.layers import Swish
+
+from mlagents_plugins.common.fast_kernels import replace_swish_
 
 SWISH = "swish"
 RELU = "relu"
@@ -43,10 +44,6 @@ class NetworkRecipe:
         if self.init not in self.INITS:
             raise ValueError(f"init {self.init!r}: one of {', '.join(self.INITS)}")
 
-    @property
-    def is_mlagents(self) -> bool:
-        return self.activation == SWISH and self.init == MLAGENTS
-
     def apply_(self, module: nn.Module) -> nn.Module:
         """Switch ``module`` to this recipe, in place, and return it.  Call it on a freshly built network, before any
         initialization of its own that it should keep (a critic's small or action-neutral output layers) and before
@@ -56,17 +53,6 @@ class NetworkRecipe:
                 if isinstance(layer, nn.Linear):
                     layer.reset_parameters()
         if self.activation == RELU:
-            _swap_swish(module)
+            replace_swish_(module, nn.ReLU)
         return module
 
-
-def _swap_swish(module: nn.Module) -> int:
-    """Replace every ML-Agents ``Swish`` inside ``module`` by ``nn.ReLU``; returns how many."""
-    swapped = 0
-    for name, child in list(module.named_children()):
-        if isinstance(child, Swish):
-            setattr(module, name, nn.ReLU())
-            swapped += 1
-        else:
-            swapped += _swap_swish(child)
-    return swapped

@@ -19,10 +19,6 @@ from mlagents_plugins.common.validators import (
 from mlagents_plugins.sac.settings import SACHeadSettings
 
 
-ACTIVATIONS = NetworkRecipe.ACTIVATIONS
-INITS = NetworkRecipe.INITS
-
-
 @attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
 class FastSACSettings(SACHeadSettings):
     TRAINER_TYPE: ClassVar[str] = "fast_sac"
@@ -79,14 +75,15 @@ class FastSACSettings(SACHeadSettings):
     # sequences start deep into long episodes and the stored memories grow stale as the policy changes; each step
     # costs as much compute as a trained one.  Refused without memory.  (docs/fast_sac.md "Recurrent policies")
     burn_in: int = attr.ib(default=0, validator=non_negative_int)
-    # --- the network (issue #56; docs/fast_sac.md "Network") ---
+    # --- the network (issue #56; docs/fast_sac_network.md) ---
     # The activation after each hidden layer of the actor and both critics (every ML-Agents Swish in them): "swish"
     # (ML-Agents' x * sigmoid(x)) or "relu" (the SAC paper's and Stable-Baselines3's).  null = swish.
-    network_activation: Optional[str] = attr.ib(default=None, validator=attr.validators.optional(one_of(*ACTIVATIONS)))
+    network_activation: Optional[str] = attr.ib(
+        default=None, validator=attr.validators.optional(one_of(*NetworkRecipe.ACTIVATIONS)))
     # The initialization of every linear layer of the actor and both critics: "mlagents" (ML-Agents': weights normal
     # of std 1/sqrt(fan_in), biases 0, the action heads scaled by 0.2) or "torch" (PyTorch's default of nn.Linear,
     # as in Stable-Baselines3's SAC).  null = mlagents.
-    network_init: Optional[str] = attr.ib(default=None, validator=attr.validators.optional(one_of(*INITS)))
+    network_init: Optional[str] = attr.ib(default=None, validator=attr.validators.optional(one_of(*NetworkRecipe.INITS)))
 
     @batch_renorm_momentum.validator
     def _check_momentum(self, attribute: "attr.Attribute", value: Any) -> None:

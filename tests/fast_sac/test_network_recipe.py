@@ -1,4 +1,4 @@
-"""fast_sac's ``network_activation`` and ``network_init`` (``common/network_recipe.py``): ML-Agents' Swish and He-normal
+"""fast_sac's ``network_activation`` and ``network_init`` (``common/network_recipe.py``): ML-Agents' Swish and scaled-normal
 initialization, or the SAC paper's ReLU and PyTorch's default ``nn.Linear`` initialization, in the actor, both online
 critics and their targets, the recurrent critic body included; the exported actor stays a plain MLP."""
 import math
