@@ -58,6 +58,7 @@ class FastSACOptimizer(TorchOptimizer):
             actor_update_every=actor_update_every,
             critic_loss_fn=self._critic_loss if actor_update_every > 1 else None,
             recipe=hp.network_recipe(),
+            bf16_update=hp.update_bf16(self.device),
         )
         self._normalize = policy.network_settings.normalize
 

@@ -36,6 +36,7 @@ from mlagents.trainers.torch_entities.networks import NetworkBody
 from mlagents_envs.base_env import BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 from mlagents_plugins.common.tensor_utils import check_shape, polyak_update_, target_copy
+from mlagents_plugins.common.bf16_matmul import use_bf16_linears_
 from mlagents_plugins.common.fast_kernels import fuse_swish_
 from mlagents_plugins.common.tensor_utils import stream_discounts
 from mlagents_plugins.fast_sac.settings import FastSACSettings
@@ -243,6 +244,8 @@ class RecurrentFastSACOptimizer(TorchOptimizer):
         self.critic_body = NetworkBody(policy.behavior_spec.observation_specs, ns).to(self.device)
         hp.network_recipe().apply_(self.critic_body)
         fuse_swish_(self.critic_body)
+        if hp.update_bf16(self.device):
+            use_bf16_linears_(self.critic_body)  # before the target copy (common/bf16_matmul.py)
         self.target_critic_body = target_copy(self.critic_body).to(self.device)
         head_settings = attr.evolve(ns, memory=None, normalize=False)
         self.head = SACHead(
@@ -260,6 +263,7 @@ class RecurrentFastSACOptimizer(TorchOptimizer):
             extra_params=[p for p in self.critic_body.parameters() if p.requires_grad],
             small_critic_init=hp.critics_start_small(self.action_spec.continuous_size, len(self.branches)),
             recipe=hp.network_recipe(),
+            bf16_update=hp.update_bf16(self.device),
         )
         self.body_params = [p for p in self.critic_body.parameters() if p.requires_grad]
         self.target_body_params = [

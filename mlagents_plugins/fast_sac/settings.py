@@ -5,6 +5,7 @@ from typing import Any, ClassVar, Optional, Sequence, Tuple
 import attr
 
 from mlagents_plugins.common import settings_conversion
+from mlagents_plugins.common.bf16_matmul import native_bf16_matmul
 from mlagents_plugins.common.image_augment import automatic_shift_pad
 from mlagents_plugins.common.network_recipe import MLAGENTS, SWISH, NetworkRecipe
 from mlagents_plugins.common.validators import (
@@ -17,6 +18,9 @@ from mlagents_plugins.common.validators import (
     strict_bool,
 )
 from mlagents_plugins.sac.settings import SACHeadSettings
+
+#: ``update_precision``'s values (null: fp32).
+UPDATE_PRECISIONS = ("fp32", "bf16", "auto")
 
 
 @attr.s(auto_attribs=True, field_transformer=settings_conversion.typed_fields)
@@ -84,6 +88,13 @@ class FastSACSettings(SACHeadSettings):
     # of std 1/sqrt(fan_in), biases 0, the action heads scaled by 0.2) or "torch" (PyTorch's default of nn.Linear,
     # as in Stable-Baselines3's SAC).  null = mlagents.
     network_init: Optional[str] = attr.ib(default=None, validator=attr.validators.optional(one_of(*NetworkRecipe.INITS)))
+    # --- the update's arithmetic (issue #55; docs/fast_sac_precision.md) ---
+    # The products of the hidden layers (128+ inputs and outputs) of the actor and both critics during a gradient
+    # update: "fp32", or "bf16" (operands and each product rounded to bf16, accumulated in fp32; biases, parameters,
+    # Adam, acting and the ONNX export stay fp32), or "auto" (bf16 where the CPU multiplies bf16 in hardware:
+    # AVX-512 BF16 or AMX; fp32 elsewhere, where oneDNN would emulate it at about 5x fp32's time).  null = fp32.
+    update_precision: Optional[str] = attr.ib(
+        default=None, validator=attr.validators.optional(one_of(*UPDATE_PRECISIONS)))
 
     @batch_renorm_momentum.validator
     def _check_momentum(self, attribute: "attr.Attribute", value: Any) -> None:
@@ -126,6 +137,13 @@ class FastSACSettings(SACHeadSettings):
     def resolved_n_step(self) -> int:
         """``n_step``, or when null, CrossQ's 1 with ``critic_batch_renorm`` and 2 without."""
         return int(self._crossq_or_sac(self.n_step, 1, 2))
+
+    def update_bf16(self, device: Any) -> bool:
+        """Whether the update's hidden-layer products run in bf16 on ``device`` (``update_precision`` resolved)."""
+        precision = self.update_precision or "fp32"
+        if precision == "auto":
+            return native_bf16_matmul(device)
+        return precision == "bf16"
 
     def network_recipe(self) -> NetworkRecipe:
         """The actor's and the critics' activation and initialization (nulls resolved)."""

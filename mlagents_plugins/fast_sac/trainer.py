@@ -12,6 +12,7 @@ and an update samples sequences instead (``fast_sac/recurrent.py``, ``offpolicy/
 from typing import Dict, List, cast
 
 import numpy as np
+from mlagents.torch_utils import default_device
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
@@ -21,6 +22,7 @@ from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.logging_util import get_logger
 
+from mlagents_plugins.common.bf16_matmul import use_bf16_linears_
 from mlagents_plugins.common.fast_kernels import fuse_swish_
 from mlagents_plugins.common.image_augment import augment, image_sizes
 from mlagents_plugins.common.lean_policy import LeanPolicy
@@ -102,6 +104,12 @@ class FastSACTrainer(OffPolicyTrainerBase):
         )
         self.hyperparameters.network_recipe().apply_(policy.actor)  # before the optimizer holds its parameters
         fuse_swish_(policy.actor)
+        if self.hyperparameters.update_bf16(default_device()):
+            # Its hidden products in bf16 inside the optimizer's update only (common/bf16_matmul.py): acting and
+            # the ONNX export stay fp32.
+            switched = use_bf16_linears_(policy.actor)
+            logger.info(f"{self.brain_name}: update_precision {self.hyperparameters.update_precision}: the update "
+                        f"multiplies bf16 in the hidden layers ({switched} of the actor's, and the critics')")
         return policy
 
     def create_optimizer(self) -> TorchOptimizer:

@@ -23,6 +23,7 @@ from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
+from mlagents_plugins.common.bf16_matmul import bf16_products, use_bf16_linears_
 from mlagents_plugins.common.compiled_step import CompiledStep
 from mlagents_plugins.common.fast_kernels import (
     MatmulKernelChooser,
@@ -92,6 +93,9 @@ class SACHead:
         actor's pass (``losses.sac_losses`` with ``update_actor`` false).
     :param recipe: the critics' activation and initialization (fast_sac's ``network_activation`` and
         ``network_init``, ``common/network_recipe.py``); None: ML-Agents' (muzero_repr).
+    :param bf16_update: the hidden layers' products in bf16 during the update (fast_sac's ``update_precision``,
+        ``common/bf16_matmul.py``): the critics' hidden layers switch here, the actor's where the optimizer builds
+        it; False: fp32 (muzero_repr).
     """
 
     def __init__(
@@ -116,6 +120,7 @@ class SACHead:
         actor_update_every: int = 1,
         critic_loss_fn: Optional[LossFn] = None,
         recipe: Optional[NetworkRecipe] = None,
+        bf16_update: bool = False,
     ):
         self.hyperparameters = hp
         self.action_spec = action_spec
@@ -134,6 +139,9 @@ class SACHead:
             recipe=recipe,
         ).to(device)
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
+        self.bf16_update = bool(bf16_update)
+        if self.bf16_update:
+            use_bf16_linears_(self.q_net)  # before the target copy, which then switches too
         self.joint_critic = batch_renorm is not None
         self.q_target: Optional[TwinQ] = None if self.joint_critic else self.q_net.make_target().to(device)
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(device)
@@ -218,7 +226,7 @@ class SACHead:
             step_fn = self.critic_only_step
         else:
             step_fn = self.loss_step if actor_turn else self.critic_step
-        with self.matmul_kernels.scope():
+        with self.matmul_kernels.scope(), bf16_products(self.bf16_update):
             lr = self.decay_learning_rate.get_value(step)
             # On critic-only updates the actor's and the temperatures' gradients are None: Adam skips them.
             _, out = step_fn.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)

@@ -19,10 +19,11 @@ def make_trainer(
     encoder: str = "simple",
     normalize: bool = False,
     hidden_units: int = 16,
+    num_layers: int = 1,
     **hyper,
 ) -> FastSACTrainer:
-    """A fast_sac trainer with ``network_settings`` of one layer of ``hidden_units``.  ``compile_update`` is off
-    unless given (as taac's and muzero_repr's test trainers): Inductor's first compile costs seconds to a minute a
+    """A fast_sac trainer with ``network_settings`` of ``num_layers`` layers of ``hidden_units``.
+    ``compile_update`` is off unless given (as taac's and muzero_repr's test trainers): Inductor's first compile costs seconds to a minute a
     trainer, which the tests of intake, cadence, replay and settings do not need.  The compiled path is tested
     where it is named: ``compile_update=None`` (the default, automatic) or ``True`` (test_compiled_update.py,
     test_whole_step.py, test_crossq.py), and through ``mlagents-learn`` in the end-to-end tests."""
@@ -32,7 +33,7 @@ def make_trainer(
         trainer_type="fast_sac", hyperparameters=FastSACSettings(**hp), max_steps=max_steps, summary_freq=10 ** 9
     )
     settings.network_settings.hidden_units = hidden_units
-    settings.network_settings.num_layers = 1
+    settings.network_settings.num_layers = num_layers
     settings.network_settings.vis_encode_type = EncoderType(encoder)
     settings.network_settings.normalize = normalize
     trainer = FastSACTrainer("B", 10, settings, True, load, seed, str(tmp_path / "B"))

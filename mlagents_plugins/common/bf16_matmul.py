@@ -1,0 +1,85 @@
+"""bf16 products in the update's wide linear layers, on processors that multiply bf16 in hardware (issue #55).
+
+A SAC update at 2x256 spends most of its matmul time in each network's 256x256 hidden layer.  CPUs with AVX-512
+BF16 (AMD Zen 4 and later, Intel Cooper Lake) or AMX (Intel Sapphire Rapids and later) multiply bf16 operands at
+about twice fp32's rate with fp32 accumulation, which oneDNN uses when PyTorch multiplies bf16 tensors.
+
+``Bf16Linear`` is ``nn.Linear`` with one switch: inside ``bf16_products()`` its input and weight are rounded to
+bf16 for the product (accumulated in fp32 by the kernel, its result rounded to bf16 - PyTorch's CPU kernels return
+the operands' type - and turned back to fp32) and the bias is added in fp32; outside it, it is ``nn.Linear`` exactly.  Only layers with at least ``MIN_FEATURES`` inputs *and* outputs switch (the hidden
+layers: the first layer, whose inputs are observations, and the value and action heads stay fp32, so Q values and
+actions keep fp32 resolution).  The parameters, the optimizer's state and the checkpoints stay fp32; the switch is
+on only around a gradient update, so acting, evaluation and the exported ONNX (traced outside it) are fp32, the
+plain MLP Unity runs.
+
+Measured on a 2-core AMD EPYC with AVX-512 BF16 (bench/results/fast-sac-bf16-probe-2026-11-30): fast_sac's update
+at 2x256 0.74-0.75x its fp32 time.  Where the CPU lacks both, oneDNN emulates bf16 at about 5x fp32's time (an
+Intel Cascade Lake), so ``auto`` switches only where ``native_bf16_matmul()`` finds the hardware.
+"""
+import contextlib
+from typing import Iterator
+
+from mlagents.torch_utils import nn, torch
+
+#: A linear layer switches only with at least this many inputs and outputs (the hidden layers of 128+ units).
+MIN_FEATURES = 128
+
+_ACTIVE = False  # True only inside ``bf16_products(True)``; read by ``Bf16Linear.forward`` (and guarded by Dynamo)
+
+
+class Bf16Linear(nn.Linear):
+    """``nn.Linear`` whose product runs on bf16 operands inside ``bf16_products()`` (fp32 accumulation, the result
+    rounded to bf16, returned and added to the bias in fp32); exactly ``nn.Linear`` outside it.  Made by switching an existing layer's class (``use_bf16_linears_``),
+    so its parameters and ``state_dict`` keys are the layer's own."""
+
+    def forward(self, data: torch.Tensor) -> torch.Tensor:
+        if not _ACTIVE:
+            return nn.functional.linear(data, self.weight, self.bias)
+        product = nn.functional.linear(data.to(torch.bfloat16), self.weight.to(torch.bfloat16)).to(data.dtype)
+        return product if self.bias is None else product + self.bias
+
+
+def use_bf16_linears_(module: nn.Module, min_features: int = MIN_FEATURES) -> int:
+    """Switch every ``nn.Linear`` inside ``module`` with ``min_features`` or more inputs and outputs to
+    ``Bf16Linear`` (in place, parameters kept); returns how many."""
+    switched = 0
+    for layer in module.modules():
+        if type(layer) is nn.Linear and min(layer.in_features, layer.out_features) >= min_features:
+            layer.__class__ = Bf16Linear
+            switched += 1
+    return switched
+
+
+@contextlib.contextmanager
+def bf16_products(enabled: bool = True) -> Iterator[None]:
+    """Within the block (when ``enabled``) every ``Bf16Linear`` multiplies bf16 operands; outside, fp32."""
+    global _ACTIVE
+    if not enabled:
+        yield
+        return
+    previous = _ACTIVE
+    _ACTIVE = True
+    try:
+        yield
+    finally:
+        _ACTIVE = previous
+
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def native_bf16_matmul(device: torch.device) -> bool:
+    """Whether ``device`` multiplies bf16 in hardware where we measured it: a CPU whose flags (Linux's
+    ``/proc/cpuinfo``) include ``avx512_bf16`` or ``amx_bf16``.  False elsewhere (other systems, GPUs: not
+    measured; ``update_precision: bf16`` still switches there)."""
+    if torch.device(device).type != "cpu":
+        return False
+    return bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"})

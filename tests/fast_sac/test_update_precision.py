@@ -1,0 +1,142 @@
+"""fast_sac's ``update_precision`` (``common/bf16_matmul.py``, issue #55): the hidden layers' products in bf16 inside
+the gradient update only; acting, the checkpoint and the exported ONNX stay fp32."""
+import numpy as np
+import pytest
+import torch
+from mlagents.trainers.exception import TrainerConfigError
+
+from mlagents_plugins.common import bf16_matmul
+from mlagents_plugins.common.bf16_matmul import Bf16Linear, bf16_products, native_bf16_matmul, use_bf16_linears_
+from mlagents_plugins.fast_sac.settings import FastSACSettings
+from tests.builders import behavior_spec, trajectory
+from tests.fast_sac.helpers import make_trainer
+
+
+def _layer(in_features: int = 130, out_features: int = 140, seed: int = 3) -> torch.nn.Linear:
+    torch.manual_seed(seed)
+    layer = torch.nn.Linear(in_features, out_features)
+    with torch.no_grad():
+        layer.bias.uniform_(-2.0, 3.0)  # large, asymmetric: a bias dropped or rounded to bf16 shows
+    return layer
+
+
+def test_product_is_the_bf16_rounded_product_inside_the_scope_and_fp32_outside():
+    layer = _layer()
+    x = torch.randn(7, 130, generator=torch.Generator().manual_seed(1)) * 1.7 + 0.3
+    with torch.no_grad():
+        fp32 = torch.nn.functional.linear(x, layer.weight, layer.bias)
+    assert use_bf16_linears_(layer) == 1 and type(layer) is Bf16Linear
+    assert torch.equal(layer(x), fp32)  # outside the scope: nn.Linear exactly
+    # Independent reference: the operands rounded to bf16, their product in float64, rounded to bf16, the fp32 bias.
+    xr, wr = x.to(torch.bfloat16).double(), layer.weight.to(torch.bfloat16).double()
+    reference = (xr @ wr.T).to(torch.bfloat16).float() + layer.bias
+    with bf16_products(), torch.no_grad():
+        y = layer(x)
+    assert y.dtype == torch.float32
+    # fp32 accumulation in another order can move a product across one bf16 rounding step (2^-8 of it)
+    step = (xr @ wr.T).abs().float() * 2.0 ** -7
+    assert bool(((y - reference).abs() <= step + 1e-6).all())
+    assert float((y - fp32).abs().max()) > 1e-4  # it did round: not the fp32 product
+    assert torch.equal(layer(x), fp32)  # and the scope ended
+
+
+def test_only_layers_of_128_inputs_and_outputs_switch_and_state_dict_keys_stay():
+    net = torch.nn.Sequential(torch.nn.Linear(20, 256), torch.nn.Linear(256, 256), torch.nn.Linear(256, 3),
+                              torch.nn.Linear(256, 128))
+    keys = list(net.state_dict())
+    assert use_bf16_linears_(net) == 2
+    assert [type(m) is Bf16Linear for m in net] == [False, True, False, True]
+    assert list(net.state_dict()) == keys
+
+
+def test_scope_nests_and_restores_after_an_error():
+    assert not bf16_matmul._ACTIVE
+    with bf16_products(False):
+        assert not bf16_matmul._ACTIVE
+    with pytest.raises(RuntimeError):
+        with bf16_products():
+            with bf16_products():
+                assert bf16_matmul._ACTIVE
+            assert bf16_matmul._ACTIVE
+            raise RuntimeError("update failed")
+    assert not bf16_matmul._ACTIVE
+
+
+def test_settings_resolve_and_refuse(monkeypatch):
+    assert FastSACSettings().update_precision is None
+    assert not FastSACSettings().update_bf16("cpu")
+    assert FastSACSettings(update_precision="bf16").update_bf16("cpu")
+    monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    assert FastSACSettings(update_precision="auto").update_bf16("cpu")
+    assert not FastSACSettings(update_precision="auto").update_bf16("meta")  # not a CPU: not measured
+    assert not FastSACSettings(update_precision="fp32").update_bf16("cpu")
+    monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512bw"})  # Cascade Lake: emulated
+    assert not native_bf16_matmul("cpu")
+    monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"amx_bf16", "amx_tile"})
+    assert native_bf16_matmul("cpu")
+    for value in ("bfloat16", True, "fp16"):
+        with pytest.raises(TrainerConfigError, match="update_precision = .*'fp32' or 'bf16' or 'auto'"):
+            FastSACSettings(update_precision=value)
+
+
+def _filled(tmp_path, precision: str, seed: int = 0):
+    spec = behavior_spec(((9,),), cont=2)
+    torch.manual_seed(seed)  # the same initial networks for each precision
+    trainer = make_trainer(spec, tmp_path / precision, hidden_units=128, num_layers=2, batch_size=32,
+                           buffer_init_steps=10 ** 6, seed=seed, update_precision=precision)
+    rng = np.random.default_rng(4)
+    for i in range(6):
+        trainer._process_trajectory(trajectory(spec, 12, rng, done=i % 2 == 0))
+    return trainer
+
+
+def test_update_multiplies_bf16_in_actor_critics_and_targets_but_acts_in_fp32(tmp_path):
+    fp32, bf16 = _filled(tmp_path, "fp32"), _filled(tmp_path, "bf16")
+    head = bf16.optimizer.head
+    for module in (bf16.policy.actor, head.q_net.q1, head.q_net.q2, head.q_target.q1, head.q_target.q2):
+        assert sum(type(m) is Bf16Linear for m in module.modules()) == 1  # the 128x128 hidden layer
+    assert not any(type(m) is Bf16Linear for m in fp32.optimizer.head.q_net.modules())
+    for a, b in zip(fp32.policy.actor.state_dict().values(), bf16.policy.actor.state_dict().values()):
+        assert torch.equal(a, b)  # the same initial networks
+    obs = [torch.randn(5, 9, generator=torch.Generator().manual_seed(2))]
+    with torch.no_grad():
+        act_fp32 = fp32.policy.actor.network_body(obs)[0]
+        act_bf16 = bf16.policy.actor.network_body(obs)[0]
+    assert torch.equal(act_fp32, act_bf16)  # acting is fp32
+    torch.manual_seed(7)
+    s_fp32, _ = fp32.optimizer.update(fp32.sample_batch())
+    torch.manual_seed(7)
+    s_bf16, _ = bf16.optimizer.update(bf16.sample_batch())
+    # the same batch and noise: the losses agree to bf16's resolution and differ beyond fp32's
+    for key in ("Losses/Q1 Loss", "Losses/Policy Loss"):
+        assert s_bf16[key] == pytest.approx(s_fp32[key], rel=3e-2, abs=1e-3)
+    assert s_bf16["Losses/Q1 Loss"] != s_fp32["Losses/Q1 Loss"]
+    assert not bf16_matmul._ACTIVE  # the scope closed with the update
+
+
+def test_onnx_export_with_bf16_updates_is_fp32_and_matches_torch(tmp_path):
+    from mlagents_plugins.testing.onnx_check import compare_onnx_with_torch, export_policy
+    import onnx
+
+    trainer = _filled(tmp_path, "bf16")
+    trainer.optimizer.update(trainer.sample_batch())
+    path = export_policy(trainer.policy, str(tmp_path / "bf16"))
+    obs = [np.random.default_rng(0).uniform(-2, 2, (4, 9)).astype(np.float32)]
+    compare_onnx_with_torch(trainer.policy, path, obs, np.ones((4, 0), np.float32), np.zeros((4, 1, 0), np.float32))
+    model = onnx.load(path)
+    assert "Cast" not in {node.op_type for node in model.graph.node}
+    bf16_type = onnx.TensorProto.BFLOAT16
+    assert all(init.data_type != bf16_type for init in model.graph.initializer)
+
+
+def test_recurrent_critic_body_switches(tmp_path):
+    from tests.fast_sac.test_recurrent import _settings, _spec, _trainer
+
+    settings = _settings(update_precision="bf16")
+    settings.network_settings.hidden_units = 128
+    settings.network_settings.num_layers = 2
+    trainer = _trainer(_spec(), tmp_path, settings)
+    opt = trainer.optimizer
+    assert opt.head.bf16_update
+    for module in (trainer.policy.actor, opt.critic_body, opt.target_critic_body):
+        assert sum(type(m) is Bf16Linear for m in module.modules()) == 1
