@@ -6,9 +6,10 @@ about twice fp32's rate with fp32 accumulation, which oneDNN uses when PyTorch m
 
 ``Bf16Linear`` is ``nn.Linear`` with one switch: inside ``bf16_products()`` its input and weight are rounded to
 bf16 for the product (accumulated in fp32 by the kernel, its result rounded to bf16 - PyTorch's CPU kernels return
-the operands' type - and turned back to fp32) and the bias is added in fp32; outside it, it is ``nn.Linear`` exactly.  Only layers with at least ``MIN_FEATURES`` inputs *and* outputs switch (the hidden
-layers: the first layer, whose inputs are observations, and the value and action heads stay fp32, so Q values and
-actions keep fp32 resolution).  The parameters, the optimizer's state and the checkpoints stay fp32; the switch is
+the operands' type - and turned back to fp32) and the bias is added in fp32; outside it, it is ``nn.Linear``
+exactly.  Only layers with at least ``MIN_FEATURES`` inputs *and* outputs switch (the hidden layers: the first
+layer, whose inputs are observations, and the value and action heads stay fp32, so Q values and actions keep fp32
+resolution).  The parameters, the optimizer's state and the checkpoints stay fp32; the switch is
 on only around a gradient update, so acting, evaluation and the exported ONNX (traced outside it) are fp32, the
 plain MLP Unity runs.
 
@@ -17,7 +18,8 @@ at 2x256 0.74-0.75x its fp32 time.  Where the CPU lacks both, oneDNN emulates bf
 Intel Cascade Lake), so ``auto`` switches only where ``native_bf16_matmul()`` finds the hardware.
 """
 import contextlib
-from typing import Iterator
+import functools
+from typing import FrozenSet, Iterator
 
 from mlagents.torch_utils import nn, torch
 
@@ -29,8 +31,9 @@ _ACTIVE = False  # True only inside ``bf16_products(True)``; read by ``Bf16Linea
 
 class Bf16Linear(nn.Linear):
     """``nn.Linear`` whose product runs on bf16 operands inside ``bf16_products()`` (fp32 accumulation, the result
-    rounded to bf16, returned and added to the bias in fp32); exactly ``nn.Linear`` outside it.  Made by switching an existing layer's class (``use_bf16_linears_``),
-    so its parameters and ``state_dict`` keys are the layer's own."""
+    rounded to bf16, returned and added to the bias in fp32); exactly ``nn.Linear`` outside it.  Made by switching
+    an existing layer's class (``use_bf16_linears_``), so its parameters and ``state_dict`` keys are the layer's
+    own."""
 
     def forward(self, data: torch.Tensor) -> torch.Tensor:
         if not _ACTIVE:
@@ -65,15 +68,18 @@ def bf16_products(enabled: bool = True) -> Iterator[None]:
         _ACTIVE = previous
 
 
-def _cpu_flags() -> set:
+@functools.lru_cache(maxsize=None)
+def _cpu_flags() -> FrozenSet[str]:
+    """The CPU's feature flags from Linux's ``/proc/cpuinfo`` (read once: each trainer's settings ask), empty
+    elsewhere."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
             for line in cpuinfo:
                 if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                    return frozenset(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return set()
+    return frozenset()
 
 
 def native_bf16_matmul(device: torch.device) -> bool:

@@ -23,10 +23,11 @@ def make_trainer(
     **hyper,
 ) -> FastSACTrainer:
     """A fast_sac trainer with ``network_settings`` of ``num_layers`` layers of ``hidden_units``.
-    ``compile_update`` is off unless given (as taac's and muzero_repr's test trainers): Inductor's first compile costs seconds to a minute a
-    trainer, which the tests of intake, cadence, replay and settings do not need.  The compiled path is tested
-    where it is named: ``compile_update=None`` (the default, automatic) or ``True`` (test_compiled_update.py,
-    test_whole_step.py, test_crossq.py), and through ``mlagents-learn`` in the end-to-end tests."""
+    ``compile_update`` is off unless given (as taac's and muzero_repr's test trainers): Inductor's first compile
+    costs seconds to a minute a trainer, which the tests of intake, cadence, replay and settings do not need.  The
+    compiled path is tested where it is named: ``compile_update=None`` (the default, automatic) or ``True``
+    (test_compiled_update.py, test_whole_step.py, test_crossq.py), and through ``mlagents-learn`` in the end-to-end
+    tests."""
     hp = dict(batch_size=8, buffer_size=200, buffer_init_steps=0, steps_per_update=1.0, compile_update=False)
     hp.update(hyper)
     settings = TrainerSettings(
