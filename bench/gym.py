@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from bench import progress, resume
+from bench.overrides import apply_override, parse_override
 from bench.invocation import code_commit, machine, machine_kind, new_id, utc_now
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -301,25 +302,6 @@ def ml_config(trainer: str, env_id: str, args: argparse.Namespace) -> Dict[str, 
     for path, value in getattr(args, "overrides", None) or []:
         apply_override(cfg, path, value)
     return {"behaviors": {behavior: cfg}}
-
-
-def parse_override(text: str) -> Tuple[List[str], Any]:
-    """``--set KEY.PATH=VALUE`` -> (the key path, the value read as YAML): ``hyperparameters.adam_beta1=0.5``."""
-    import yaml
-
-    key, sep, value = text.partition("=")
-    path = [part for part in key.strip().split(".")]
-    if not sep or not all(path):
-        raise argparse.ArgumentTypeError(f"--set {text!r}: KEY.PATH=VALUE, e.g. hyperparameters.adam_beta1=0.5")
-    return path, yaml.safe_load(value)
-
-
-def apply_override(cfg: Dict[str, Any], path: Sequence[str], value: Any) -> None:
-    """Set ``cfg[path[0]][path[1]]... = value`` in a behavior's settings, creating the sections on the way."""
-    node = cfg
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
 
 
 def parse_console(text: str, behavior: str) -> List[List[float]]:

@@ -37,6 +37,7 @@ from bench import cost, plan, progress, resume
 from bench.invocation import git_state, machine_kind
 from bench.invocation import new_id as new_invocation_id
 from bench.metrics import same_invocation, steps_to_threshold
+from bench.overrides import override_text, parse_override
 from bench.speed.section import run_speed
 
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -203,6 +204,11 @@ def update_readme(out: str, readme: str) -> None:
     if inv.get("kind") != "defaults":
         raise ValueError(f"{out} holds a {inv.get('kind', 'learn')!r} invocation; --update-readme takes the table "
                          "of a defaults invocation (python -m bench defaults)")
+    overrides = (inv.get("plan_options") or {}).get("overrides")
+    if overrides:
+        raise ValueError(f"{out} ran with --set {' '.join(override_text(p, v) for p, v in overrides)}: a screen of "
+                         "a candidate, not the defaults README's table shows; --update-readme takes an invocation "
+                         "without --set")
     runs = read_runs(out)
     if not runs:
         raise ValueError(f"{out}/{RUNS_FILE} holds no runs; nothing to put in {readme}")
@@ -269,6 +275,12 @@ def _common_arguments(p: argparse.ArgumentParser, default_out: str) -> None:
     p.add_argument("--plan", action="store_true",
                    help="only print the runs this invocation would make and its estimated run- and wall-minutes "
                         "at --jobs (from earlier records of the same runs on this machine kind), then exit")
+    p.add_argument("--set", dest="overrides", type=parse_override, action="append", default=None,
+                   metavar="KEY.PATH=VALUE",
+                   help="set one setting (a YAML value) in the config of every planned trainer that has it, e.g. "
+                        "--set hyperparameters.update_precision=bf16 or --set network_settings.hidden_units=256 "
+                        "(hyperparameters only where the trainer's settings have the field; other sections in "
+                        "every trainer's); repeatable; a screen of a candidate, so --update-readme refuses it")
     p.add_argument("--continue", dest="continue_dir", metavar="DIR", default=None,
                    help="continue the invocation in DIR: make only the planned runs its runs.jsonl lacks (a cut-off "
                         "run again) and append them; on the commit it started on (see --worktree)")
@@ -278,7 +290,7 @@ def _common_arguments(p: argparse.ArgumentParser, default_out: str) -> None:
 
 
 #: options that choose the runs; an invocation keeps the values it started with, so --continue refuses them
-PLAN_OPTIONS = ("scenes", "trainers", "seeds", "steps", "quick", "screen", "no_learn", "no_speed")
+PLAN_OPTIONS = ("scenes", "trainers", "seeds", "steps", "quick", "screen", "no_learn", "no_speed", "overrides")
 
 
 def parse_args(argv: Optional[List[str]] = None, kind: str = "learn") -> argparse.Namespace:
@@ -312,6 +324,9 @@ def parse_args(argv: Optional[List[str]] = None, kind: str = "learn") -> argpars
         value = getattr(args, name)
         if value is not None and value < 1:
             p.error(f"--{name.replace('_', '-')}={value} is invalid; must be an integer >= 1")
+    if args.overrides and getattr(args, "update_readme", None):
+        p.error("--set screens a candidate; README's table shows the defaults, so --update-readme is not allowed "
+                "with it")
     args.jobs_auto = args.jobs == "auto"
     try:
         args.jobs = jobs_value(args.jobs)
@@ -440,7 +455,12 @@ def run(args: argparse.Namespace, kind: str, command: str) -> int:
         if t not in allowed:
             print(f"--trainers: {t!r} is not available; allowed: {', '.join(allowed)}", file=sys.stderr)
             return 2
-    jobs, skipped = plan.plan_jobs(budget, ours, options.get("trainers"), options.get("scenes"))
+    try:
+        jobs, skipped = plan.plan_jobs(budget, ours, options.get("trainers"), options.get("scenes"),
+                                       overrides=[(list(p), v) for p, v in options.get("overrides") or []])
+    except ValueError as err:
+        print(f"[bench] refused: {err}", file=sys.stderr)
+        return 2
     skipped = notes + skipped
     planned = [job_key(j) for j in jobs]
     if inv is not None and [tuple(k) for k in inv.get("planned", [])] != planned:

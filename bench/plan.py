@@ -12,11 +12,12 @@ import copy
 import os
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import attr
 import yaml
 
+from bench.overrides import apply_override, override_text
 from mlagents_plugins.envs.scenes import scene_class, scenes_in
 
 PACKAGE = "mlagents-plugins"
@@ -257,10 +258,23 @@ class Job:
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
+def override_applies(trainer: str, path: Sequence[str]) -> bool:
+    """Whether ``--set path=...`` reaches ``trainer``: a hyperparameter only a trainer whose settings class has
+    it; any other section (``network_settings``, ``reward_signals``, ``time_horizon``...) every trainer."""
+    return path[0] != "hyperparameters" or len(path) != 2 or path[1] in settings_fields(trainer)
+
+
 def plan_jobs(budget: Budget, ours: List[str], trainers: Optional[List[str]] = None,
-              scenes: Optional[List[str]] = None, config_dir: str = CONFIG_DIR) -> Tuple[List[Job], List[str]]:
-    """(jobs in run order, reasons for skipped pairs).  Cheap built-ins first so early progress is visible."""
+              scenes: Optional[List[str]] = None, config_dir: str = CONFIG_DIR,
+              overrides: Sequence[Tuple[Sequence[str], Any]] = ()) -> Tuple[List[Job], List[str]]:
+    """(jobs in run order, reasons for skipped pairs).  Cheap built-ins first so early progress is visible.
+    ``overrides`` (``--set``): (key path, value) pairs set in the config of every trainer they reach
+    (``override_applies``); one that reaches no planned trainer is a ValueError naming it."""
     names = [t for t in list(BUILTINS) + ours if trainers is None or t in trainers]
+    for path, value in overrides:
+        if not any(override_applies(t, path) for t in names):
+            raise ValueError(f"--set {override_text(path, value)}: no planned trainer ({', '.join(names)}) has the "
+                             f"hyperparameter {path[-1]!r}")
     jobs, skipped = [], []
     for scene in scenes or budget.scenes:
         scene_class(scene)  # a clear error for an unknown scene
@@ -271,6 +285,11 @@ def plan_jobs(budget: Budget, ours: List[str], trainers: Optional[List[str]] = N
             steps = budget.steps.get(scene, max(budget.steps.values()))
             cfg, source = build_config(trainer, scene, steps, budget.summaries, ours, config_dir,
                                        minimal=budget.minimal_configs)
+            applied = [(path, value) for path, value in overrides if override_applies(trainer, path)]
+            for path, value in applied:
+                apply_override(cfg, path, value)
+            if applied:
+                source += " + --set " + " ".join(override_text(p, v) for p, v in applied)
             origin = "builtin" if trainer in BUILTINS else "ours"
             for seed in budget.seeds:
                 jobs.append(Job(trainer, origin, scene, seed, "in_process", steps, copy.deepcopy(cfg), source))

@@ -156,3 +156,29 @@ def test_update_readme_refuses_a_learn_invocation_and_a_readme_without_markers(t
     assert main_defaults(["--report-only", "--out", str(out2), "--update-readme", str(bare)]) == 2
     assert "must hold exactly one" in capsys.readouterr().err
     assert bare.read_text() == "no markers here\n"
+
+
+def test_set_is_kept_for_continue_and_refused_for_the_readme(tmp_path, capsys):
+    """A ``--set`` screen keeps its overrides in invocation.json (``--continue`` plans the same runs), refuses
+    ``--update-readme`` at once and, for an invocation that ran with it, at ``--report-only`` too."""
+    from bench.learn import PLAN_OPTIONS, main_defaults, parse_args
+
+    assert "overrides" in PLAN_OPTIONS
+    args = parse_args(["--set", "hyperparameters.update_precision=bf16", "--set", "network_settings.num_layers=3"],
+                      "defaults")
+    assert args.overrides == [(["hyperparameters", "update_precision"], "bf16"), (["network_settings", "num_layers"], 3)]
+    with pytest.raises(SystemExit):
+        parse_args(["--set", "hyperparameters.batch_size=256", "--update-readme"], "defaults")
+    assert "--update-readme is not allowed" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["--set", "batch_size"], "defaults")
+    assert "KEY.PATH=VALUE" in capsys.readouterr().err
+    out = _defaults_out(tmp_path)
+    inv = json.loads((out / "invocation.json").read_text())
+    inv["plan_options"] = {"overrides": [[["hyperparameters", "batch_size"], 256]]}
+    (out / "invocation.json").write_text(json.dumps(inv))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{RESULTS_BEGIN}\nkeep\n{RESULTS_END}\n")
+    assert main_defaults(["--report-only", "--out", str(out), "--update-readme", str(readme)]) == 2
+    assert "ran with --set hyperparameters.batch_size=256" in capsys.readouterr().err
+    assert "keep" in readme.read_text()

@@ -116,3 +116,30 @@ def test_defaults_budget_runs_minimal_dropin_configs_on_the_validation_scenes(tm
             TrainerSettings.default_override = None
     trainers_per_scene = {(j.scene, j.trainer) for j in jobs}
     assert ("camera36", "ppo") in trainers_per_scene and ("camera36", "impala") in trainers_per_scene
+
+
+def test_set_reaches_the_trainers_that_have_the_setting_and_names_a_missing_one(tmp_path):
+    """``--set``: a hyperparameter lands only in the configs of trainers whose settings have it (fast_sac's
+    update_precision, not built-in sac's); network settings in every trainer's; one no planned trainer has is
+    refused with its name; the config's source says what was set."""
+    from bench.overrides import parse_override
+
+    budget = plan.DEFAULTS
+    sets = [parse_override("hyperparameters.update_precision=bf16"), parse_override("network_settings.hidden_units=256"),
+            parse_override("hyperparameters.batch_size=256")]
+    jobs, _ = plan.plan_jobs(budget, ["fast_sac"], ["sac", "fast_sac"], ["balance_distractors"],
+                             config_dir=str(tmp_path), overrides=sets)
+    by_trainer = {j.trainer: j for j in jobs}
+    fast, sac = by_trainer["fast_sac"].config, by_trainer["sac"].config
+    assert fast["hyperparameters"]["update_precision"] == "bf16" and "update_precision" not in sac["hyperparameters"]
+    assert fast["network_settings"]["hidden_units"] == sac["network_settings"]["hidden_units"] == 256
+    assert fast["hyperparameters"]["batch_size"] == sac["hyperparameters"]["batch_size"] == 256
+    assert by_trainer["fast_sac"].config_source.endswith(
+        "--set hyperparameters.update_precision=bf16 network_settings.hidden_units=256 hyperparameters.batch_size=256")
+    assert "update_precision" not in by_trainer["sac"].config_source
+    plain, _ = plan.plan_jobs(budget, ["fast_sac"], ["sac", "fast_sac"], ["balance_distractors"],
+                              config_dir=str(tmp_path))
+    assert plain[0].config["network_settings"]["hidden_units"] != 256  # overrides do not leak into later plans
+    with pytest.raises(ValueError, match="update_precision=bf16: no planned trainer \\(sac\\)"):
+        plan.plan_jobs(budget, ["fast_sac"], ["sac"], ["balance_distractors"], config_dir=str(tmp_path),
+                       overrides=sets[:1])
