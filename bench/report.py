@@ -283,35 +283,57 @@ RESULTS_BEGIN = "<!-- results:begin -->"
 RESULTS_END = "<!-- results:end -->"
 
 
-def results_cell(runs: Sequence[dict]) -> str:
-    """``median steps to threshold · reached/seeds · median final`` of one trainer on one scene (runs of its seeds).
+def _steps_k(steps: float) -> str:
+    """Steps in thousands, README-short: 4,500 -> ``4.5k``, 27,500 -> ``27.5k``, 6,000 -> ``6k``, 750 -> ``750``."""
+    if steps < 1000:
+        return f"{int(round(steps))}"
+    return f"{steps / 1000:.1f}".rstrip("0").rstrip(".") + "k"
 
-    The median steps is over the seeds that reached the threshold (— if none did); the median final over the
-    seeds that finished; failed runs count as seeds that did not reach it and are named."""
+
+def _final_short(value: Optional[float]) -> str:
+    """A median final return with about four significant digits: 219.8, 5.63, -0.13."""
+    if value is None:
+        return DASH
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+def results_cell(runs: Sequence[dict]) -> str:
+    """``reached/seeds steps; final[; n fell]`` of one trainer on one scene (runs of its seeds), e.g.
+    ``3/3 4.5k; 219.8`` or ``1/3 20k; 0.33; 2 fell``.
+
+    The steps are the median steps to the threshold over the seeds that reached it (left out if none did); the final
+    is the median over the seeds that finished of each one's final return (mean of its last 3 summaries); "fell":
+    finished runs that ended below 0.8 of their best rolling mean (``bench.metrics.collapsed``).  Failed runs count
+    as seeds that did not reach it and are named."""
     ok = [r for r in runs if not r.get("error")]
     hits = [h[0] for h in (steps_to_threshold(r["curve"], r["threshold"]) for r in ok) if h is not None]
     finals = [r["final_mean_reward"] for r in ok if r.get("final_mean_reward") is not None]
-    steps = statistics.median(hits) if hits else None
-    final = statistics.median(finals) if finals else None
+    fell = sum(1 for r in ok if collapsed(r["curve"], r.get("final_mean_reward")))
     failed = len(runs) - len(ok)
     reached = f"{len(hits)}/{len(runs)}" + (f" ({failed} failed)" if failed else "")
-    return " · ".join([DASH if steps is None else f"{int(round(steps)):,}", reached, fmt(final)])
+    if hits:
+        reached += " " + _steps_k(statistics.median(hits))
+    parts = [reached, _final_short(statistics.median(finals) if finals else None)]
+    if fell:
+        parts.append(f"{fell} fell")
+    return "; ".join(parts)
 
 
 def results_table(runs: Sequence[dict]) -> List[str]:
-    """One row per scene, one column per trainer (ours first, then the built-ins), cells from ``results_cell``;
-    a trainer that did not run on a scene (its action kind is not supported) gets ``n/a``."""
+    """One row per scene (its threshold beside it), one column per trainer (ours first, then the built-ins), cells
+    from ``results_cell``; a trainer that did not run on a scene (its action kind is not supported) gets ``n/a``."""
     ours = sorted({r["trainer"] for r in runs if r.get("origin") == "ours"})
     builtins = sorted({r["trainer"] for r in runs if r.get("origin") != "ours"})
     trainers = ours + builtins
-    lines = ["| scene | " + " | ".join([f"**{t}**" for t in ours] + builtins) + " |",
-             "|---|" + "---|" * len(trainers)]
+    lines = ["| scene (threshold) | " + " | ".join(ours + [f"built-in {t}" for t in builtins]) + " |",
+             "| --- |" + " --- |" * len(trainers)]
     for scene in sorted({r["scene"] for r in runs}):
         cells = []
         for t in trainers:
             mine = [r for r in runs if r["scene"] == scene and r["trainer"] == t]
             cells.append(results_cell(mine) if mine else "n/a")
-        lines.append(f"| {scene} | " + " | ".join(cells) + " |")
+        threshold = next(r["threshold"] for r in runs if r["scene"] == scene)
+        lines.append(f"| `{scene}` ({threshold:g}) | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -321,16 +343,14 @@ def results_block(runs: Sequence[dict], env: Dict[str, Any], report_link: Option
     same_commit(runs)  # no seconds in the table: runs of every machine kind count
     seeds = max((len({r["seed"] for r in runs if r["scene"] == s and r["trainer"] == t})
                  for s, t in {(r["scene"], r["trainer"]) for r in runs}), default=0)
-    source = f"[its report]({report_link})" if report_link else "this report"
+    source = f"[report]({report_link})" if report_link else "this report"
+    date = str(env.get("date", DASH)).split(" ")[0]
+    commit = str(env.get("commit", DASH))[:7]
     lines = [
         RESULTS_BEGIN,
-        f"Defaults benchmark (`python -m bench defaults`): every trainer with the same minimal drop-in config, "
-        f"{seeds} seeds per scene, validation scenes; invocation `{invocation}` of {env.get('date', DASH)}, "
-        f"commit `{env.get('commit', DASH)}`; per-seed curves and speeds in {source}.",
-        "",
-        "Each cell: median steps to the scene's threshold (over the seeds that reached it) · seeds that reached it "
-        "/ seeds · median final return (mean of the last 3 summaries). Ours in bold; n/a: action kind not "
-        "supported.",
+        f"`python -m bench defaults`, invocation `{invocation}` ({date}, code `{commit}`, {seeds} seeds; {source}). "
+        "A cell: seeds reaching the threshold / seeds, their median steps to it; median final return; runs that fell "
+        "below 0.8 of their best. n/a: actions not supported.",
         "",
     ]
     lines += results_table(runs)

@@ -86,9 +86,13 @@ def test_results_cell_is_median_steps_seeds_reaching_and_median_final():
     runs = _defaults_runs()
     fast = [r for r in runs if r["trainer"] == "fast_sac" and r["scene"] == "balance"]
     # thresholds 1.0: seed 0 at 2000, seed 1 at 3000 -> median 2500; finals 1, 3, 2 -> median 2
-    assert results_cell(fast) == "2,500 · 2/3 · 2.00"
+    assert results_cell(fast) == "2/3 2.5k; 2.00"
     sac = [r for r in runs if r["trainer"] == "sac" and r["scene"] == "balance"]
-    assert results_cell(sac) == "— · 0/2 (1 failed) · 0.30"
+    assert results_cell(sac) == "0/2 (1 failed); 0.30"
+    # a run that learned (best rolling mean 1.43) and ended below 0.8 of it is counted as fallen; steps < 1000 raw
+    fell = rec("fast_sac", 3, [[500, 1.0, 1.2], [1000, 2.0, 1.5], [1500, 3.0, 1.6], [2000, 4.0, 0.2]], final=0.5)
+    big = rec("fast_sac", 4, [[750, 1.0, 150.0], [1500, 2.0, 160.0], [2250, 3.0, 170.0]], final=223.456)
+    assert results_cell([fell, big]) == "2/2 625; 112.0; 1 fell"
 
 
 def test_results_block_has_markers_one_row_per_scene_ours_first():
@@ -97,9 +101,9 @@ def test_results_block_has_markers_one_row_per_scene_ours_first():
     lines = block.splitlines()
     assert lines[0] == RESULTS_BEGIN and lines[-1] == RESULTS_END
     assert "`inv-A`" in block and "abc123" in block and "(bench/results/defaults/REPORT.md)" in block
-    assert "| scene | **fast_sac** | sac |" in block
-    assert "| balance | 2,500 · 2/3 · 2.00 | — · 0/2 (1 failed) · 0.30 |" in block
-    assert "| reach | — · 0/1 · 0.25 | 2,000 · 1/1 · -0.50 |" in block
+    assert "| scene (threshold) | fast_sac | built-in sac |" in block
+    assert "| `balance` (1) | 2/3 2.5k; 2.00 | 0/2 (1 failed); 0.30 |" in block
+    assert "| `reach` (1) | 0/1; 0.25 | 1/1 2k; -0.50; 1 fell |" in block
 
 
 def test_replace_results_block_keeps_the_rest_and_refuses_missing_markers():
@@ -135,10 +139,10 @@ def test_defaults_report_starts_with_the_block_and_updates_the_readme(tmp_path):
     assert main_defaults(["--report-only", "--out", str(out), "--update-readme", str(readme)]) == 0
     report = (out / "REPORT.md").read_text()
     assert report.index(RESULTS_BEGIN) < report.index("## In-process runs")
-    assert "| balance | 2,500 · 2/3 · 2.00 |" in report
+    assert "| `balance` (1) | 2/3 2.5k; 2.00 |" in report
     text = readme.read_text()
     assert "stale" not in text and text.startswith("# Project\n\n") and text.endswith("\n\n## Limits\n")
-    assert "[its report](out/REPORT.md)" in text and "| balance | 2,500 · 2/3 · 2.00 |" in text
+    assert "[report](out/REPORT.md)" in text and "| `balance` (1) | 2/3 2.5k; 2.00 |" in text
 
 
 def test_update_readme_refuses_a_learn_invocation_and_a_readme_without_markers(tmp_path, capsys):

@@ -152,8 +152,10 @@ def test_the_sampler_stays_out_of_a_compiled_whole_step():
     try:
         sampler.hide_from_compiler(torch.compiler.disable)
         with torch._dynamo.config.patch(trace_autograd_ops=True):
-            for _ in range(2000):
+            for i in range(20000):  # until enough signals arrived (fewer per call on a loaded machine)
                 compiled(x, weight)
+                if i >= 2000 and i % 500 == 0 and sum(sampler.accounts.samples.values()) > 200:
+                    break
     finally:
         sampler.stop()
     assert sum(sampler.accounts.samples.values()) > 100  # signals did arrive, also during compiled calls
