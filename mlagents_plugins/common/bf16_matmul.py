@@ -23,8 +23,11 @@ from typing import FrozenSet, Iterator
 
 from mlagents.torch_utils import nn, torch
 
-#: A linear layer switches only with at least this many inputs and outputs (the hidden layers of 128+ units).
-MIN_FEATURES = 128
+#: A linear layer switches only with at least this many inputs and outputs (the hidden layers of 256+ units).  Below,
+#: casting the operands costs more than the bf16 product saves: one 128x128 layer's forward and backward on 128 rows
+#: took 1.29x its fp32 CPU, 256x256 on 128-512 rows 0.55-0.81x (AVX-512 BF16 EPYC,
+#: bench/results/fast-sac-bf16-2026-11-30, threshold section).
+MIN_FEATURES = 256
 
 _ACTIVE = False  # True only inside ``bf16_products(True)``; read by ``Bf16Linear.forward`` (and guarded by Dynamo)
 

@@ -12,7 +12,7 @@ from tests.builders import behavior_spec, trajectory
 from tests.fast_sac.helpers import make_trainer
 
 
-def _layer(in_features: int = 130, out_features: int = 140, seed: int = 3) -> torch.nn.Linear:
+def _layer(in_features: int = 260, out_features: int = 270, seed: int = 3) -> torch.nn.Linear:
     torch.manual_seed(seed)
     layer = torch.nn.Linear(in_features, out_features)
     with torch.no_grad():
@@ -22,7 +22,7 @@ def _layer(in_features: int = 130, out_features: int = 140, seed: int = 3) -> to
 
 def test_product_is_the_bf16_rounded_product_inside_the_scope_and_fp32_outside():
     layer = _layer()
-    x = torch.randn(7, 130, generator=torch.Generator().manual_seed(1)) * 1.7 + 0.3
+    x = torch.randn(7, 260, generator=torch.Generator().manual_seed(1)) * 1.7 + 0.3
     with torch.no_grad():
         fp32 = torch.nn.functional.linear(x, layer.weight, layer.bias)
     assert use_bf16_linears_(layer) == 1 and type(layer) is Bf16Linear
@@ -42,12 +42,12 @@ def test_product_is_the_bf16_rounded_product_inside_the_scope_and_fp32_outside()
     assert torch.equal(layer(x), fp32)  # and the scope ended
 
 
-def test_only_layers_of_128_inputs_and_outputs_switch_and_state_dict_keys_stay():
+def test_only_layers_of_256_inputs_and_outputs_switch_and_state_dict_keys_stay():
     net = torch.nn.Sequential(torch.nn.Linear(20, 256), torch.nn.Linear(256, 256), torch.nn.Linear(256, 3),
-                              torch.nn.Linear(256, 128))
+                              torch.nn.Linear(256, 128), torch.nn.Linear(128, 128), torch.nn.Linear(300, 512))
     keys = list(net.state_dict())
     assert use_bf16_linears_(net) == 2
-    assert [type(m) is Bf16Linear for m in net] == [False, True, False, True]
+    assert [type(m) is Bf16Linear for m in net] == [False, True, False, False, False, True]
     assert list(net.state_dict()) == keys
 
 
@@ -84,7 +84,7 @@ def test_settings_resolve_and_refuse(monkeypatch):
 def _filled(tmp_path, precision: str, seed: int = 0):
     spec = behavior_spec(((9,),), cont=2)
     torch.manual_seed(seed)  # the same initial networks for each precision
-    trainer = make_trainer(spec, tmp_path / precision, hidden_units=128, num_layers=2, batch_size=32,
+    trainer = make_trainer(spec, tmp_path / precision, hidden_units=256, num_layers=2, batch_size=32,
                            buffer_init_steps=10 ** 6, seed=seed, update_precision=precision)
     rng = np.random.default_rng(4)
     for i in range(6):
@@ -96,7 +96,7 @@ def test_update_multiplies_bf16_in_actor_critics_and_targets_but_acts_in_fp32(tm
     fp32, bf16 = _filled(tmp_path, "fp32"), _filled(tmp_path, "bf16")
     head = bf16.optimizer.head
     for module in (bf16.policy.actor, head.q_net.q1, head.q_net.q2, head.q_target.q1, head.q_target.q2):
-        assert sum(type(m) is Bf16Linear for m in module.modules()) == 1  # the 128x128 hidden layer
+        assert sum(type(m) is Bf16Linear for m in module.modules()) == 1  # the 256x256 hidden layer
     assert not any(type(m) is Bf16Linear for m in fp32.optimizer.head.q_net.modules())
     for a, b in zip(fp32.policy.actor.state_dict().values(), bf16.policy.actor.state_dict().values()):
         assert torch.equal(a, b)  # the same initial networks
@@ -135,7 +135,7 @@ def test_recurrent_critic_body_switches(tmp_path):
     from tests.fast_sac.test_recurrent import _settings, _spec, _trainer
 
     settings = _settings(update_precision="bf16")
-    settings.network_settings.hidden_units = 128
+    settings.network_settings.hidden_units = 256
     settings.network_settings.num_layers = 2
     trainer = _trainer(_spec(), tmp_path, settings)
     opt = trainer.optimizer
