@@ -41,8 +41,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_DIR = os.path.join(REPO, "configs", "gym")
 #: ML-Agents trainers by the configs/gym/ file prefix: ``fast_sac_crossq`` is fast_sac with CrossQ's recipe (its preset
 #: ``configs/gym/fast_sac_crossq_<task>.yaml``, docs/fast_sac_crossq.md), so one invocation can time it beside the default;
-#: ``fast_sac_bf16`` is fast_sac with ``update_precision: bf16`` (docs/fast_sac_precision.md)
-ML_TRAINERS = ("fast_sac", "fast_sac_crossq", "fast_sac_bf16", "taac", "muzero_repr", "sac")
+#: ``fast_sac_bf16`` / ``fast_sac_fp32`` are fast_sac with ``update_precision: bf16`` / ``fp32`` (its null is auto;
+#: docs/fast_sac_precision.md)
+ML_TRAINERS = ("fast_sac", "fast_sac_crossq", "fast_sac_bf16", "fast_sac_fp32", "taac", "muzero_repr", "sac")
 PEERS = ("sb3_sac", "sb3_crossq")
 ALL_TRAINERS = ML_TRAINERS + PEERS
 TASKS = ("HalfCheetah-v5", "Hopper-v5")
@@ -50,7 +51,8 @@ EVAL_SEED_OFFSET = 10_000
 LEARN_TIMEOUT_S = 6 * 3600
 #: the peer's program: a fresh interpreter calling bench.gym_peers.main with the arguments after ``-c``
 PEER_MAIN = "import sys; from bench.gym_peers import main; sys.exit(main(sys.argv[1:]))"
-ORIGIN = {"fast_sac": "ours", "fast_sac_crossq": "ours", "fast_sac_bf16": "ours", "taac": "ours", "muzero_repr": "ours",
+ORIGIN = {"fast_sac": "ours", "fast_sac_crossq": "ours", "fast_sac_bf16": "ours", "fast_sac_fp32": "ours",
+          "taac": "ours", "muzero_repr": "ours",
           "sac": "builtin", "sb3_sac": "sb3", "sb3_crossq": "sb3"}
 #: published evaluation returns (v4 tasks, 10 seeds): dojeon-ai/SimbaV2 results/baseline/*.csv; the MR.Q column
 #: equals facebookresearch/MRQ results/gym_results.txt.  (mean, std) or mean only.

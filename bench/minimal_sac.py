@@ -11,6 +11,8 @@ losses, ONE Adam step over actor + critics + temperature, and a fused Polyak upd
 import numpy as np
 import torch
 
+from mlagents_plugins.common.bf16_matmul import bf16_products, use_bf16_linears_
+
 from bench.minimal_nets import (OFFPOLICY_BASE_SETTINGS, RowStore, frozen_copy, polyak_, swish_mlp, t,
                                  tanh_gaussian_sample)
 
@@ -41,7 +43,7 @@ SETTINGS = dict(
     burn_in="no work: no network_settings.memory (refused without it)",
     network_activation="the hidden layers' activation (SiLU, or ReLU with relu)",
     network_init="no work per update: the initial weights only (this loop keeps PyTorch's nn.Linear default)",
-    update_precision="checked: fp32 (null; bf16 products are fast_sac's own kernel choice, not this loop's)",
+    update_precision="the hidden layers' products in bf16 where it resolves so (null: auto), as fast_sac's",
 )
 #: fast_sac's own settings (not the SAC head's): muzero_repr's minimal loop leaves them out.
 FAST_SAC_OWN = ("critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm", "batch_renorm_momentum", "batch_renorm_warmup",
@@ -53,11 +55,10 @@ class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
         if (hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init or hp.critic_neutral_init
-                or hp.critic_batch_renorm or hp.resolved_actor_update_every() != 1
-                or hp.update_precision not in (None, "fp32")):
+                or hp.critic_batch_renorm or hp.resolved_actor_update_every() != 1):
             raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective, "
                              "critic_small_init, critic_neutral_init and critic_batch_renorm: false, "
-                             "actor_update_every: 1 and fp32 updates only")
+                             "and actor_update_every: 1 only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         self.batch, self.n_step, self.tau = hp.batch_size, hp.resolved_n_step(), hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma
@@ -71,6 +72,11 @@ class MinimalSAC:
         self.q1 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed, relu=relu)
         self.q2 = swish_mlp(obs_size + act_size, hc, n, 1, layer_norm=normed, relu=relu)
         self.q = torch.nn.ModuleList([self.q1, self.q2])
+        # bf16 products where fast_sac's update_precision resolves to them (the same layers switch)
+        self.bf16 = hp.update_bf16("cpu")
+        if self.bf16:
+            for module in (self.body, self.q1, self.q2):
+                use_bf16_linears_(module)
         self.q_target = frozen_copy(self.q)
         self.log_alpha = torch.nn.Parameter(torch.full((1,), float(np.log(hp.init_entcoef))))
         actor = list(self.body.parameters()) + list(self.mu.parameters()) + list(self.log_sigma.parameters())
@@ -86,6 +92,10 @@ class MinimalSAC:
         return tanh_gaussian_sample(self.mu(e), self.log_sigma(e))
 
     def step(self) -> None:
+        with bf16_products(self.bf16):
+            self._step()
+
+    def _step(self) -> None:
         s = self.store
         idx, valid = s.windows(self.batch, self.n_step)
         last = idx[np.arange(self.batch), valid.sum(1) - 1]

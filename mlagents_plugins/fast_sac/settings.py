@@ -19,7 +19,7 @@ from mlagents_plugins.common.validators import (
 )
 from mlagents_plugins.sac.settings import SACHeadSettings
 
-#: ``update_precision``'s values (null: fp32).
+#: ``update_precision``'s values (null: auto).
 UPDATE_PRECISIONS = ("fp32", "bf16", "auto")
 
 
@@ -92,7 +92,7 @@ class FastSACSettings(SACHeadSettings):
     # The products of the hidden layers (256+ inputs and outputs) of the actor and both critics during a gradient
     # update: "fp32", or "bf16" (operands and each product rounded to bf16, accumulated in fp32; biases, parameters,
     # Adam, acting and the ONNX export stay fp32), or "auto" (bf16 where the CPU multiplies bf16 in hardware:
-    # AVX-512 BF16 or AMX; fp32 elsewhere, where oneDNN would emulate it at about 5x fp32's time).  null = fp32.
+    # AVX-512 BF16 or AMX; fp32 elsewhere, where oneDNN would emulate it at about 5x fp32's time).  null = auto.
     update_precision: Optional[str] = attr.ib(
         default=None, validator=attr.validators.optional(one_of(*UPDATE_PRECISIONS)))
 
@@ -140,7 +140,7 @@ class FastSACSettings(SACHeadSettings):
 
     def update_bf16(self, device: Any) -> bool:
         """Whether the update's hidden-layer products run in bf16 on ``device`` (``update_precision`` resolved)."""
-        precision = self.update_precision or "fp32"
+        precision = self.update_precision or "auto"
         if precision == "auto":
             return native_bf16_matmul(device)
         return precision == "bf16"

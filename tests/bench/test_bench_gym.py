@@ -144,12 +144,13 @@ def test_each_config_trains_its_rows_trainer_and_the_crossq_preset_is_fast_sac_w
             # the preset is the 100k study's crossq256: CrossQ's critic, critics as wide as the actor
             assert hyper.get("critic_batch_renorm", False) == (trainer == "fast_sac_crossq"), (trainer, task)
             assert "critic_hidden_units" not in hyper, (trainer, task)
-            # the bf16 preset is fast_sac's config with bf16 products in the update, nothing else
-            assert hyper.get("update_precision", "fp32") == ("bf16" if trainer == "fast_sac_bf16" else "fp32")
-            if trainer == "fast_sac_bf16":
+            # the precision presets are fast_sac's config with the update's precision set, nothing else
+            precision = {"fast_sac_bf16": "bf16", "fast_sac_fp32": "fp32"}.get(trainer)
+            assert hyper.get("update_precision") == precision, (trainer, task)
+            if precision:
                 with open(bench_gym.config_path("fast_sac", task)) as f:
                     (plain,) = yaml.safe_load(f)["behaviors"].values()
-                assert dict(plain, hyperparameters=dict(plain["hyperparameters"], update_precision="bf16")) == behavior
+                assert dict(plain, hyperparameters=dict(plain["hyperparameters"], update_precision=precision)) == behavior
 
 
 @pytest.mark.e2e

@@ -66,9 +66,12 @@ def test_scope_nests_and_restores_after_an_error():
 
 def test_settings_resolve_and_refuse(monkeypatch):
     assert FastSACSettings().update_precision is None
-    assert not FastSACSettings().update_bf16("cpu")
+    monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512bw"})  # no bf16 hardware
+    assert not FastSACSettings().update_bf16("cpu")  # null is auto: fp32 here
     assert FastSACSettings(update_precision="bf16").update_bf16("cpu")
     monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    assert FastSACSettings().update_bf16("cpu")  # and bf16 where the CPU has it
+    assert not FastSACSettings().update_bf16("cuda")
     assert FastSACSettings(update_precision="auto").update_bf16("cpu")
     assert not FastSACSettings(update_precision="auto").update_bf16("meta")  # not a CPU: not measured
     assert not FastSACSettings(update_precision="fp32").update_bf16("cpu")
