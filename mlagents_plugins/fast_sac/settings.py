@@ -142,7 +142,9 @@ class FastSACSettings(SACHeadSettings):
         """Whether the update's hidden-layer products run in bf16 on ``device`` (``update_precision`` resolved)."""
         precision = self.update_precision or "auto"
         if precision == "auto":
-            return native_bf16_matmul(device)
+            # validated with SAC's critics only; with CrossQ's batch-renormalized critics a HalfCheetah-v5 run fell
+            # from fp32's 7000 to 2141 at 100k (seed 0, bench/results/mujoco-table-2026-11-30/CONTINUE.md)
+            return native_bf16_matmul(device) and not self.critic_batch_renorm
         return precision == "bf16"
 
     def network_recipe(self) -> NetworkRecipe:

@@ -71,6 +71,8 @@ def test_settings_resolve_and_refuse(monkeypatch):
     assert FastSACSettings(update_precision="bf16").update_bf16("cpu")
     monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
     assert FastSACSettings().update_bf16("cpu")  # and bf16 where the CPU has it
+    assert not FastSACSettings(critic_batch_renorm=True).update_bf16("cpu")  # auto: not with CrossQ's critics
+    assert FastSACSettings(critic_batch_renorm=True, update_precision="bf16").update_bf16("cpu")
     assert not FastSACSettings().update_bf16("cuda")
     assert FastSACSettings(update_precision="auto").update_bf16("cpu")
     assert not FastSACSettings(update_precision="auto").update_bf16("meta")  # not a CPU: not measured
