@@ -92,7 +92,8 @@ class FastSACSettings(SACHeadSettings):
     # The products of the hidden layers (256+ inputs and outputs) of the actor and both critics during a gradient
     # update: "fp32", or "bf16" (operands and each product rounded to bf16, accumulated in fp32; biases, parameters,
     # Adam, acting and the ONNX export stay fp32), or "auto" (bf16 where the CPU multiplies bf16 in hardware:
-    # AVX-512 BF16 or AMX; fp32 elsewhere, where oneDNN would emulate it at about 5x fp32's time).  null = auto.
+    # AVX-512 BF16 or AMX; fp32 elsewhere, where oneDNN would emulate it at about 5x fp32's time, and with
+    # critic_batch_renorm, whose critics bf16 hurt).  null = auto.
     update_precision: Optional[str] = attr.ib(
         default=None, validator=attr.validators.optional(one_of(*UPDATE_PRECISIONS)))
 
