@@ -28,6 +28,35 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def cpu_flags() -> frozenset:
+    """The CPU's feature flags as Linux lists them (``/proc/cpuinfo``); empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+#: the vector tiers that change what a CPU second buys and which kernels run (torch's fp32 GEMMs, oneDNN's bf16
+#: products, ``update_precision: auto``), widest first: (the flag that marks the tier, its name in a kind)
+VECTOR_TIERS = (("amx_tile", "AMX"), ("avx512_bf16", "AVX-512 BF16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+
+
+def vector_isa(flags: frozenset) -> str:
+    """The widest of ``VECTOR_TIERS`` that ``flags`` carry; ``no AVX2`` when none (``unknown ISA`` without flags,
+    e.g. not Linux).  One CPU model name covers several tiers (a cloud's "AMD EPYC" is Zen 3 with AVX2 or Zen 4
+    with AVX-512 BF16, about 2.5x apart in fast_sac's env steps per CPU second), so a kind names it."""
+    if not flags:
+        return "unknown ISA"
+    for flag, name in VECTOR_TIERS:
+        if flag in flags:
+            return name
+    return "no AVX2"
+
+
 def machine() -> str:
     """Cores, CPU model, OS and the load average now (the machine is shared: the load says how much)."""
     return (f"{os.cpu_count()} cores, {cpu_model()}, {platform.system()} {platform.release()}; "
@@ -50,9 +79,10 @@ def code_commit() -> str:
 
 
 def machine_kind() -> str:
-    """``"<cores> cores, <CPU model>"``: what earlier records must share for their seconds to estimate a run, and
-    what a report refuses to mix (the start of ``machine()``, without the kernel and the load)."""
-    return f"{os.cpu_count()} cores, {cpu_model()}"
+    """``"<cores> cores, <CPU model>, <vector tier>"``: what earlier records must share for their seconds to estimate a run, and
+    what a report refuses to mix (the start of ``machine()``, without the kernel and the load), with the vector tier
+    (``vector_isa``): records made before 2026-11-30 lack it, so their kind never equals a newer one's."""
+    return f"{os.cpu_count()} cores, {cpu_model()}, {vector_isa(cpu_flags())}"
 
 
 def git_state(path: str = REPO):

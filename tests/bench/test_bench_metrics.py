@@ -96,3 +96,23 @@ def test_collapse_compares_the_final_return_with_the_best_rolling_mean_of_three_
     never_learned = [[i * 100, float(i), r] for i, r in enumerate([-1.0, -0.8, -0.9, -2.0])]
     assert not collapsed(never_learned, final=-2.0)  # nothing learned, nothing to lose
     assert not collapsed(curve[:2], final=0.0)  # too short for a rolling mean
+
+
+def test_machine_kind_names_the_widest_vector_tier():
+    # One model name ("AMD EPYC") covers Zen 3 (AVX2) and Zen 4 (AVX-512 BF16) machines whose CPU seconds differ
+    # about 2.5x: the kind must tell them apart, and name the widest tier whatever order the flags come in.
+    from bench.invocation import machine_kind, vector_isa
+
+    zen3 = frozenset("fpu sse4_2 avx fma avx2 bmi2".split())
+    zen4 = zen3 | {"avx512f", "avx512bw", "avx512_bf16", "avx512vl"}
+    sapphire = zen4 | {"amx_bf16", "amx_tile", "amx_int8"}
+    skylake = zen3 | {"avx512f", "avx512bw"}
+    assert vector_isa(zen3) == "AVX2"
+    assert vector_isa(zen4) == "AVX-512 BF16"
+    assert vector_isa(sapphire) == "AMX"
+    assert vector_isa(skylake) == "AVX-512"
+    assert vector_isa(frozenset("fpu sse4_2 avx".split())) == "no AVX2"
+    assert vector_isa(frozenset()) == "unknown ISA"
+    kind = machine_kind()
+    assert kind.rsplit(", ", 1)[1] in {
+        "AMX", "AVX-512 BF16", "AVX-512", "AVX2", "no AVX2", "unknown ISA"}
