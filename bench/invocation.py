@@ -58,8 +58,9 @@ def vector_isa(flags: frozenset) -> str:
 
 
 def machine() -> str:
-    """Cores, CPU model, OS and the load average now (the machine is shared: the load says how much)."""
-    return (f"{os.cpu_count()} cores, {cpu_model()}, {platform.system()} {platform.release()}; "
+    """Cores, CPU model, vector tier (``machine_kind``), OS and the load average now (the machine is shared: the
+    load says how much)."""
+    return (f"{machine_kind()}, {platform.system()} {platform.release()}; "
             f"load average at start {os.getloadavg()[0]:.1f}")
 
 
@@ -79,9 +80,10 @@ def code_commit() -> str:
 
 
 def machine_kind() -> str:
-    """``"<cores> cores, <CPU model>, <vector tier>"``: what earlier records must share for their seconds to estimate a run, and
-    what a report refuses to mix (the start of ``machine()``, without the kernel and the load), with the vector tier
-    (``vector_isa``): records made before 2026-11-30 lack it, so their kind never equals a newer one's."""
+    """``"<cores> cores, <CPU model>, <vector tier>"``: what earlier records must share for their seconds to
+    estimate a run, and what a report refuses to mix (the start of ``machine()``, without the kernel and the load).
+    The vector tier (``vector_isa``) is part of it since 2026-11-30; older records lack it, so their kind never
+    equals a newer one's."""
     return f"{os.cpu_count()} cores, {cpu_model()}, {vector_isa(cpu_flags())}"
 
 
