@@ -1,0 +1,18 @@
+"""Relabel machine_kind in runs.jsonl files made before bench's kind named the vector tier (dd9e7f3).
+Records started in this session (2026-11-30 from 20:20 UTC, the AVX2 AMD EPYC) get ', AVX2'; earlier '2 cores, AMD
+EPYC' records of sessions 15-16 (the AVX-512 BF16 AMD EPYC) get ', AVX-512 BF16'.  Speeds check the split."""
+import json, sys
+for path in sys.argv[1:]:
+    out = []
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("machine_kind") == "2 cores, AMD EPYC":
+            tier = "AVX2" if r.get("started", "") >= "2026-11-30 20:20" else "AVX-512 BF16"
+            r["machine_kind"] = f"2 cores, AMD EPYC, {tier}"
+            r["machine_kind_note"] = "tier added from the session's CPU flags (dd9e7f3)"
+        out.append(r)
+        print(path, r.get("trainer"), r.get("scene"), r.get("seed"), r.get("started"), r.get("machine_kind"),
+              round(r.get("steps_per_cpu_s") or 0, 1))
+    with open(path, "w") as f:
+        for r in out:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
