@@ -5,6 +5,8 @@ import subprocess
 import uuid
 from datetime import datetime, timezone
 
+from mlagents_plugins.common.cpu_info import cpu_flags, cpu_model
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -15,29 +17,6 @@ def new_id() -> str:
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def cpu_flags() -> frozenset:
-    """The CPU's feature flags as Linux lists them (``/proc/cpuinfo``); empty elsewhere."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 #: the vector tiers that change what a CPU second buys and which kernels run (torch's fp32 GEMMs, oneDNN's bf16

@@ -18,10 +18,12 @@ at 2x256 0.74-0.75x its fp32 time.  Where the CPU lacks both, oneDNN emulates bf
 Intel Cascade Lake), so ``auto`` switches only where ``native_bf16_matmul()`` finds the hardware.
 """
 import contextlib
-import functools
-from typing import FrozenSet, Iterator
+from typing import Iterator
 
 from mlagents.torch_utils import nn, torch
+
+# one cached reader of /proc/cpuinfo for the package; the private name is what tests replace
+from mlagents_plugins.common.cpu_info import cpu_flags as _cpu_flags
 
 #: A linear layer switches only with at least this many inputs and outputs (the hidden layers of 256+ units).  Below,
 #: casting the operands costs more than the bf16 product saves: one 128x128 layer's forward and backward on 128 rows
@@ -69,20 +71,6 @@ def bf16_products(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         _ACTIVE = previous
-
-
-@functools.lru_cache(maxsize=None)
-def _cpu_flags() -> FrozenSet[str]:
-    """The CPU's feature flags from Linux's ``/proc/cpuinfo`` (read once: each trainer's settings ask), empty
-    elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 def native_bf16_matmul(device: torch.device) -> bool:

@@ -28,6 +28,8 @@ from typing import Dict, Optional
 from mlagents.torch_utils import torch
 from mlagents_envs.logging_util import get_logger
 
+from mlagents_plugins.common import cpu_info
+
 logger = get_logger(__name__)
 
 CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
@@ -46,19 +48,13 @@ def user_cache_home() -> str:
 
 
 def cpu_identity() -> str:
-    """The processor's model name and feature flags (Linux: ``/proc/cpuinfo``), else ``platform.processor()``."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            fields: Dict[str, str] = {}
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("model name", "flags", "Features", "CPU implementer", "CPU part") and key not in fields:
-                    fields[key] = " ".join(sorted(value.split())) if key in ("flags", "Features") else value.strip()
-            if fields:
-                return json.dumps(fields, sort_keys=True)
-    except OSError:
-        pass
+    """The processor's model name and feature flags (Linux: ``/proc/cpuinfo``, via ``cpu_info``), else
+    ``platform.processor()``."""
+    fields = {key: (" ".join(sorted(value.split())) if key in ("flags", "Features") else value)
+              for key, value in cpu_info.cpu_fields().items()
+              if key in ("model name", "flags", "Features", "CPU implementer", "CPU part")}
+    if fields:
+        return json.dumps(fields, sort_keys=True)
     return platform.processor() or platform.machine()
 
 

@@ -1,0 +1,45 @@
+"""What the processor is, read once from Linux's ``/proc/cpuinfo``: its model name and feature flags.
+
+One reader for everything that asks (``update_precision: auto`` in ``bf16_matmul``, the compile cache's machine key
+in ``compile_cache``, the machine kind of every bench record in ``bench/invocation``), so they cannot disagree about
+the CPU they run on.  Torch-free and cached: the file does not change while a process runs.  On systems without
+``/proc/cpuinfo`` every answer is empty and callers fall back to ``platform``.
+"""
+import functools
+import platform
+from typing import Dict, FrozenSet
+
+CPUINFO = "/proc/cpuinfo"
+
+
+def parse_cpuinfo(text: str) -> Dict[str, str]:
+    """``key: value`` lines of a cpuinfo listing, keys stripped; the first processor's value of each key wins
+    (every core of one machine lists the same model and flags)."""
+    fields: Dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if sep and key and key not in fields:
+            fields[key] = value.strip()
+    return fields
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_fields() -> Dict[str, str]:
+    """``parse_cpuinfo`` of this machine's ``/proc/cpuinfo``; empty where there is none.  Cached: do not mutate."""
+    try:
+        with open(CPUINFO, encoding="ascii", errors="replace") as cpuinfo:
+            return parse_cpuinfo(cpuinfo.read())
+    except OSError:
+        return {}
+
+
+def cpu_flags() -> FrozenSet[str]:
+    """The CPU's feature flags as Linux lists them (x86 ``flags``, e.g. ``avx2``, ``avx512_bf16``); empty
+    elsewhere."""
+    return frozenset(cpu_fields().get("flags", "").split())
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``model name``), else ``platform.processor()``, else ``unknown CPU``."""
+    return cpu_fields().get("model name") or platform.processor() or "unknown CPU"
