@@ -996,6 +996,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.report_only and not os.path.isfile(os.path.join(args.out, "runs.jsonl")):
+        print(f"python -m bench gym --report-only: no records at {os.path.join(args.out, 'runs.jsonl')}; --out names "
+              "the folder of an invocation's runs.jsonl (e.g. bench/results/<study>)", file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
     meta = {"command": "python -m bench gym " + " ".join(argv if argv is not None else sys.argv[1:]),
             "commit": code_commit(), "machine": machine()}

@@ -428,6 +428,11 @@ def test_report_only_update_readme_writes_the_block_between_its_markers(tmp_path
     assert bench_gym.main(["--report-only", "--update-readme", str(readme), "--out", str(out),
                            "--steps", "300000"]) == 2
     assert "no finished run at 300000" in capsys.readouterr().err and readme.read_text() == text
+    # a folder without records (a mistyped --out): said so, the README as it was, no folder made
+    missing = tmp_path / "bench" / "results" / "gmy"
+    assert bench_gym.main(["--report-only", "--update-readme", str(readme), "--out", str(missing)]) == 2
+    assert f"no records at {missing / 'runs.jsonl'}" in capsys.readouterr().err
+    assert readme.read_text() == text and not missing.exists()
 
 
 def test_the_repository_readme_has_one_gym_block():
