@@ -106,6 +106,52 @@ def load_history(folders: Iterable[str]) -> List[Past]:
     return out
 
 
+GYM_SET = re.compile(r"--set[= ](\S+)")
+
+
+def gym_variant(record: Dict[str, Any], peers: Sequence[str] = ()) -> str:
+    """The ``mode`` of a ``bench gym`` record in ``Past``: ``gym``, plus its ``--set`` overrides (sorted; read from
+    its command) and a changed ``buffer_init_steps``, since those change what a run costs.  The overrides reach only
+    the ML-Agents trainers, so an SB3 peer (``peers``) is plain ``gym`` whatever its command said."""
+    parts = [] if record.get("trainer") in peers else sorted(GYM_SET.findall(record.get("command") or ""))
+    if record.get("buffer_init_steps") is not None:
+        parts.append(f"buffer_init_steps={record['buffer_init_steps']}")
+    return " ".join(["gym"] + parts)
+
+
+def gym_history_folders(repo: str = REPO) -> List[str]:
+    """Folders of ``bench gym`` records at any depth under ``results/`` and ``bench/results/`` (a study keeps its
+    variants' invocations in sub-folders)."""
+    found = glob.glob(os.path.join(repo, "results", "**", "runs.jsonl"), recursive=True)
+    found += glob.glob(os.path.join(repo, "bench", "results", "**", "runs.jsonl"), recursive=True)
+    return sorted({os.path.dirname(p) for p in found})
+
+
+def load_gym_history(folders: Iterable[str], peers: Sequence[str] = ()) -> List[Past]:
+    """Every finished ``bench gym`` record of ``folders`` (those with ``eval_every``; other benches' records are
+    passed over) that names its machine kind: its seconds are the run's, training plus evaluation (``wall_s`` +
+    ``eval_s``), as a plan waits for both; ``mode`` is ``gym_variant``; ``scene`` the task."""
+    out = []
+    for folder in folders:
+        with open(os.path.join(folder, "runs.jsonl"), errors="replace") as f:
+            lines = f.readlines()
+        for line in lines:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if (not isinstance(r, dict) or r.get("error") or "eval_every" not in r or not r.get("machine_kind")
+                    or not isinstance(r.get("max_steps"), int) or r["max_steps"] <= 0
+                    or not isinstance(r.get("wall_s"), (int, float)) or not r.get("trainer") or not r.get("scene")):
+                continue
+            cpu = r.get("cpu_s")
+            out.append(Past(r["machine_kind"], gym_variant(r, peers), r["trainer"], r["scene"], r["max_steps"],
+                            float(r["wall_s"]) + float(r.get("eval_s") or 0.0), None,
+                            None if cpu is None else float(cpu) + float(r.get("eval_cpu_s") or 0.0),
+                            os.path.relpath(folder, REPO)))
+    return out
+
+
 @dataclass
 class RunEstimate:
     """The estimate of one planned run (seconds None: no record)."""

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from bench import progress, resume
+from bench import cost, progress, resume
 from bench.overrides import apply_override, parse_override
 from bench.invocation import code_commit, machine, machine_kind, new_id, utc_now
 
@@ -741,6 +741,25 @@ def plot_curves(records: Sequence[Dict[str, Any]], path: str) -> Optional[str]:
     return path
 
 
+def estimate_rows(records: Sequence[Dict[str, Any]], meta: Dict[str, Any]) -> List[str]:
+    """The last invocation's plan estimate beside what each of its runs measured (training + evaluation wall
+    minutes), as a table; nothing for a report re-rendered without an invocation (``--report-only``)."""
+    if not meta.get("estimate"):
+        return []
+    measured = {f"{r['trainer']} {r['scene']} seed {r['seed']}": r for r in records
+                if r.get("invocation") == meta.get("invocation") and not r.get("error")}
+    lines = [f"## The last invocation's estimate and its runs", "",
+             f"Estimated from earlier records on {meta.get('estimate_kind', '?')} (`--plan`, bench/cost.py); "
+             "measured: the run's training and evaluation wall time.", "",
+             "| run | estimate (min) | measured (min) | estimated from |", "| --- | --- | --- | --- |"]
+    for row in meta["estimate"]:
+        r = measured.get(row["run"])
+        done = "-" if r is None else f"{((r.get('wall_s') or 0) + (r.get('eval_s') or 0)) / 60:.1f}"
+        est = "-" if row["seconds"] is None else f"{row['seconds'] / 60:.1f}"
+        lines.append(f"| {row['run']} | {est} | {done} | {row['basis']} |")
+    return lines + [""]
+
+
 def write_report(out: str, meta: Dict[str, Any]) -> str:
     records = latest_records(resume.read_records(out)[0])
     kind = speed_kind(records, meta.get("speed_kind"))
@@ -785,6 +804,7 @@ def write_report(out: str, meta: Dict[str, Any]) -> str:
         lines.append(f"Last invocation's plan: {len(meta['plan'])} runs ({meta.get('skipped', 0)} already recorded): "
                      + ", ".join(meta["plan"]) + ".")
     lines.append("")
+    lines += estimate_rows(records, meta)
     if png:
         lines += [f"![evaluation curves]({os.path.basename(png)})", ""]
     path = os.path.join(out, "REPORT.md")
@@ -955,6 +975,29 @@ def _seeds(text: str) -> List[int]:
     return seeds
 
 
+def _plan_key(trainer: str, env_id: str, args: argparse.Namespace, command: str) -> Tuple[str, str, str, int]:
+    """(mode, trainer, task, steps) of a planned run, as ``cost.load_gym_history`` keys earlier records."""
+    mode = cost.gym_variant({"trainer": trainer, "command": command, "buffer_init_steps": args.buffer_init_steps},
+                            PEERS)
+    return mode, trainer, env_id, args.steps
+
+
+def plan_estimate(plan: Sequence[Tuple[str, str, int]], args: argparse.Namespace, command: str) -> "cost.PlanCost":
+    """The planned runs' estimated seconds from earlier ``bench gym`` records of this machine kind (bench/cost.py:
+    the same trainer, task, steps and overrides; else scaled from other steps)."""
+    history = cost.load_gym_history(cost.gym_history_folders(REPO), PEERS)
+    keys = [_plan_key(t, e, args, command) for t, e, _ in plan]
+    return cost.plan_cost(keys, args.jobs, history, machine_kind())
+
+
+def plan_groups(plan: Sequence[Tuple[str, str, int]], args: argparse.Namespace, command: str):
+    """``cost.plan_lines``'s groups: each (mode, trainer, task, steps) with its seeds, in plan order."""
+    groups: Dict[Tuple[str, str, str, int], List[int]] = {}
+    for t, e, seed in plan:
+        groups.setdefault(_plan_key(t, e, args, command), []).append(seed)
+    return list(groups.items())
+
+
 def build_parser() -> argparse.ArgumentParser:
     from mlagents_plugins.util.cli_args import number
 
@@ -977,6 +1020,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip (trainer, task, seed) already recorded without error in OUT/runs.jsonl")
     p.add_argument("--keep-runs", action="store_true", help="keep each run's results folder under OUT/runs/")
     p.add_argument("--report-only", action="store_true", help="re-render REPORT.md and curves.png from runs.jsonl")
+    p.add_argument("--plan", action="store_true",
+                   help="only print the runs this invocation would make and their estimated run- and wall-minutes "
+                        "(from earlier bench gym records of this machine kind; bench/cost.py), then exit")
     p.add_argument("--work-dir", default=None, help="where runs write their results while they go (default: tmp)")
     p.add_argument("--progress-every", type=number("--progress-every", float, low=0), default=30.0,
                    help="seconds between looks at the runs in flight; a line whenever one reports a new step "
@@ -1000,7 +1046,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"python -m bench gym --report-only: no records at {os.path.join(args.out, 'runs.jsonl')}; --out names "
               "the folder of an invocation's runs.jsonl (e.g. bench/results/<study>)", file=sys.stderr)
         return 2
-    os.makedirs(args.out, exist_ok=True)
+    if args.plan and args.report_only:
+        print("python -m bench gym: --plan prints what an invocation would run; --report-only runs nothing",
+              file=sys.stderr)
+        return 2
+    if not args.plan:
+        os.makedirs(args.out, exist_ok=True)
     meta = {"command": "python -m bench gym " + " ".join(argv if argv is not None else sys.argv[1:]),
             "commit": code_commit(), "machine": machine()}
     if args.speed_kind and not args.report_only:
@@ -1020,18 +1071,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     if missing:
         print(f"python -m bench gym: no config for {', '.join(missing)}", file=sys.stderr)
         return 2
+    skip = done_keys(resume.read_records(args.out)[0]) if args.resume else set()
+    plan = [(t, e, s) for e in args.tasks for t in args.trainers for s in args.seeds if (t, e, s) not in skip]
+    estimate = plan_estimate(plan, args, meta["command"])
+    lines = cost.plan_lines(estimate, plan_groups(plan, args, meta["command"]), done=len(skip))
+    if args.plan:
+        print("\n".join(f"[bench gym] {line}" for line in lines))
+        return 0
     from mlagents_plugins.envs.standin import write_gym_build
 
     # Absolute: each mlagents-learn child runs in its own work folder, where a relative --out would not resolve.
     args.builds = os.path.abspath(os.path.join(args.out, "builds"))
     for env_id in args.tasks:
         write_gym_build(args.builds, env_id)
-    skip = done_keys(resume.read_records(args.out)[0]) if args.resume else set()
-    plan = [(t, e, s) for e in args.tasks for t in args.trainers for s in args.seeds if (t, e, s) not in skip]
     invocation = new_id()
-    meta.update(plan=[f"{t} {e} seed {s}" for t, e, s in plan], skipped=len(skip))
+    meta.update(plan=[f"{t} {e} seed {s}" for t, e, s in plan], skipped=len(skip), invocation=invocation,
+                estimate=[{"run": f"{t} {e} seed {s}", "seconds": est.seconds, "basis": est.basis}
+                          for (t, e, s), est in zip(plan, estimate.per_run)],
+                estimate_kind=estimate.machine_kind)
     print(f"bench gym {invocation}: {len(plan)} runs ({len(skip)} already recorded), {args.jobs} at a time -> "
           f"{args.out}", flush=True)
+    print("\n".join(f"[bench gym] {line}" for line in lines), flush=True)
     lock = threading.Lock()
     # what every record of this invocation says about where it ran: a continuation on another machine kind keeps
     # its returns in the tables, its seconds apart (speed_kind)

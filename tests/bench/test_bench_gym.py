@@ -484,3 +484,63 @@ def test_speed_kind_named_in_full_wins_over_a_longer_kind_containing_it():
     assert bench_gym.speed_kind(records, XEON.upper()) == XEON
     with pytest.raises(ValueError, match="matches 2"):
         bench_gym.speed_kind(records, "Xeon")
+
+
+def _timed(trainer, scene, steps, wall, evals, kind=EPYC, command="python -m bench gym", **extra):
+    r = {"trainer": trainer, "scene": scene, "seed": 0, "max_steps": steps, "wall_s": wall, "eval_s": evals,
+         "cpu_s": wall * 0.9, "eval_cpu_s": evals, "eval_every": 10_000, "machine_kind": kind, "command": command,
+         "error": None, "buffer_init_steps": None}
+    r.update(extra)
+    return r
+
+
+def test_plan_estimates_each_run_from_earlier_gym_records_of_this_machine_kind(tmp_path, monkeypatch, capsys):
+    from bench import cost
+
+    lr = "--set hyperparameters.learning_rate=0.001"
+    _write_records(tmp_path / "a", [
+        _timed("fast_sac", "HalfCheetah-v5", 100_000, 600.0, 60.0),  # 11 min
+        _timed("fast_sac", "HalfCheetah-v5", 100_000, 1200.0, 60.0, command=f"python -m bench gym {lr}"),  # 21
+        _timed("sb3_sac", "HalfCheetah-v5", 100_000, 900.0, 0.0, command=f"python -m bench gym {lr}"),  # 15: a peer
+        _timed("fast_sac", "Hopper-v5", 20_000, 200.0, 40.0),  # 4 min at 20k: 20 at 100k
+        _timed("fast_sac", "HalfCheetah-v5", 100_000, 60.0, 0.0, kind=XEON),  # another machine kind
+        _timed("fast_sac", "HalfCheetah-v5", 100_000, 6.0, 0.0, error="RuntimeError: x"),
+    ])
+    # a bench learn record (no eval_every) in a study's sub-folder is not a gym run
+    (tmp_path / "a" / "sub").mkdir()
+    (tmp_path / "a" / "sub" / "runs.jsonl").write_text(json.dumps(
+        {"trainer": "fast_sac", "scene": "Hopper-v5", "max_steps": 100_000, "wall_s": 1.0, "machine_kind": EPYC}) + "\n")
+    monkeypatch.setattr(cost, "gym_history_folders", lambda repo: [str(tmp_path / "a"), str(tmp_path / "a" / "sub")])
+    monkeypatch.setattr(bench_gym, "machine_kind", lambda: EPYC)
+    out = tmp_path / "out"
+    base = ["--plan", "--trainers", "fast_sac,sb3_sac", "--tasks", "HalfCheetah-v5,Hopper-v5", "--seeds", "0,1",
+            "--out", str(out)]
+    assert bench_gym.main(base) == 0
+    text = capsys.readouterr().out
+    assert not out.exists()  # a plan runs nothing and writes nothing
+    assert f"plan: 8 run(s) to make, 1 at a time, machine kind '{EPYC}'" in text
+    assert "HalfCheetah-v5             fast_sac     100000 steps  seeds 0 1      ~11.0 min each (1 record(s)" in text
+    assert "HalfCheetah-v5             sb3_sac      100000 steps  seeds 0 1      ~15.0 min each" in text
+    assert "Hopper-v5                  fast_sac     100000 steps  seeds 0 1      ~20.0 min each (scaled from 1" in text
+    assert "Hopper-v5                  sb3_sac      100000 steps  seeds 0 1      no estimate (no record)" in text
+    assert "estimate: 92.0 run-minutes, 92.0 wall-minutes at --jobs 1" in text
+    # with the overrides: fast_sac's runs estimated from the records made with them, the peer's as before
+    assert bench_gym.main(base + ["--set", "hyperparameters.learning_rate=0.001", "--jobs", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "HalfCheetah-v5             fast_sac     100000 steps  seeds 0 1      ~21.0 min each" in text
+    assert "Hopper-v5                  fast_sac     100000 steps  seeds 0 1      no estimate" in text
+    assert "estimate: 72.0 run-minutes, 36.0 wall-minutes at --jobs 2" in text
+    # --plan with --report-only: an error, nothing written
+    assert bench_gym.main(["--plan", "--report-only", "--out", str(out)]) == 2
+
+
+def test_report_sets_the_last_invocations_estimate_beside_its_runs():
+    runs = [_timed("fast_sac", "HalfCheetah-v5", 100_000, 600.0, 60.0, invocation="inv-B"),
+            _timed("sb3_sac", "HalfCheetah-v5", 100_000, 900.0, 30.0, invocation="inv-A")]  # an earlier invocation's
+    meta = {"invocation": "inv-B", "estimate_kind": EPYC, "estimate": [
+        {"run": "fast_sac HalfCheetah-v5 seed 0", "seconds": 540.0, "basis": "1 record(s) in 1 folder(s)"},
+        {"run": "sb3_sac HalfCheetah-v5 seed 0", "seconds": None, "basis": "no record"}]}
+    rows = bench_gym.estimate_rows(runs, meta)
+    assert "| fast_sac HalfCheetah-v5 seed 0 | 9.0 | 11.0 | 1 record(s) in 1 folder(s) |" in rows
+    assert "| sb3_sac HalfCheetah-v5 seed 0 | - | - | no record |" in rows  # not this invocation's run
+    assert bench_gym.estimate_rows(runs, {}) == []
