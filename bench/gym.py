@@ -983,9 +983,14 @@ def _plan_key(trainer: str, env_id: str, args: argparse.Namespace, command: str)
 
 
 def plan_estimate(plan: Sequence[Tuple[str, str, int]], args: argparse.Namespace, command: str) -> "cost.PlanCost":
-    """The planned runs' estimated seconds from earlier ``bench gym`` records of this machine kind (bench/cost.py:
-    the same trainer, task, steps and overrides; else scaled from other steps)."""
-    history = cost.load_gym_history(cost.gym_history_folders(REPO), PEERS)
+    """The planned runs' estimated seconds from earlier ``bench gym`` records of this machine kind, in the
+    repository's results folders and ``--out`` (bench/cost.py: the same trainer, task, steps and overrides; else
+    scaled from other steps)."""
+    folders = cost.gym_history_folders(REPO)
+    if os.path.isfile(os.path.join(args.out, "runs.jsonl")) and os.path.abspath(args.out) not in map(os.path.abspath,
+                                                                                                       folders):
+        folders.append(args.out)  # the invocation's own earlier records (a continuation), wherever --out is
+    history = cost.load_gym_history(folders, PEERS)
     keys = [_plan_key(t, e, args, command) for t, e, _ in plan]
     return cost.plan_cost(keys, args.jobs, history, machine_kind())
 

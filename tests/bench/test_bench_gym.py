@@ -532,6 +532,10 @@ def test_plan_estimates_each_run_from_earlier_gym_records_of_this_machine_kind(t
     assert "estimate: 72.0 run-minutes, 36.0 wall-minutes at --jobs 2" in text
     # --plan with --report-only: an error, nothing written
     assert bench_gym.main(["--plan", "--report-only", "--out", str(out)]) == 2
+    # the invocation's own folder counts: a continuation there is estimated from its earlier runs
+    _write_records(out, [_timed("sb3_sac", "Hopper-v5", 100_000, 1500.0, 0.0)])
+    assert bench_gym.main(base) == 0
+    assert "Hopper-v5                  sb3_sac      100000 steps  seeds 0 1      ~25.0 min each" in capsys.readouterr().out
 
 
 def test_report_sets_the_last_invocations_estimate_beside_its_runs():
