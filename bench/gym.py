@@ -748,7 +748,7 @@ def estimate_rows(records: Sequence[Dict[str, Any]], meta: Dict[str, Any]) -> Li
         return []
     measured = {f"{r['trainer']} {r['scene']} seed {r['seed']}": r for r in records
                 if r.get("invocation") == meta.get("invocation") and not r.get("error")}
-    lines = [f"## The last invocation's estimate and its runs", "",
+    lines = ["## The last invocation's estimate and its runs", "",
              f"Estimated from earlier records on {meta.get('estimate_kind', '?')} (`--plan`, bench/cost.py); "
              "measured: the run's training and evaluation wall time.", "",
              "| run | estimate (min) | measured (min) | estimated from |", "| --- | --- | --- | --- |"]
