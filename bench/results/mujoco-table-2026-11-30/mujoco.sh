@@ -1,7 +1,7 @@
 #!/bin/bash
 # issue 57: the MuJoCo table's invocation at one commit (0734283), continued across sessions with --continue:
 # fast_sac and SB3 SAC seeds 0,1,2 on both tasks, then built-in sac, taac and the CrossQ preset (seed 0), then
-# muzero_repr (seed 0, about 2.4 h a run).  Records: OUT/runs.jsonl (copied into bench/results/ as they arrive).
+# muzero_repr (seed 0, about 80 min a run on an AVX2 EPYC).  Records: OUT/runs.jsonl (copied into bench/results/ as they arrive).
 WT=${WT:-/work/wt-mj2}
 OUT=${OUT:-/work/s16/mujoco-table}
 cd $WT

@@ -1,6 +1,7 @@
 """Relabel machine_kind in runs.jsonl files made before bench's kind named the vector tier (dd9e7f3).
-Records started in this session (2026-11-30 from 20:20 UTC, the AVX2 AMD EPYC) get ', AVX2'; earlier '2 cores, AMD
-EPYC' records of sessions 15-16 (the AVX-512 BF16 AMD EPYC) get ', AVX-512 BF16'.  Speeds check the split."""
+Records started from 2026-11-30 20:20 UTC on (sessions 17 and 18, both on the AVX2 AMD EPYC) get ', AVX2'; earlier
+'2 cores, AMD EPYC' records of sessions 15-16 (the AVX-512 BF16 AMD EPYC) get ', AVX-512 BF16'.  A later session on
+another machine kind moves the cut or adds one.  Speeds check the split."""
 import json, sys
 for path in sys.argv[1:]:
     out = []
