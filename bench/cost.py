@@ -23,7 +23,7 @@ import os
 import re
 import statistics
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MACHINE_LINE = re.compile(r"^(?P<cores>\d+) cores, (?P<cpu>.+?), (?:Linux|Darwin|Windows)\b")
@@ -79,20 +79,27 @@ def history_folders(repo: str = REPO) -> List[str]:
     return sorted(os.path.dirname(p) for p in found)
 
 
+def finished_records(folder: str) -> Iterator[Dict[str, Any]]:
+    """The records of ``folder``'s runs.jsonl that finished without error; unreadable lines are passed over (a
+    history is a best guess, never a reason to stop)."""
+    with open(os.path.join(folder, "runs.jsonl"), errors="replace") as f:
+        lines = f.readlines()
+    for line in lines:
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(r, dict) and not r.get("error"):
+            yield r
+
+
 def load_history(folders: Iterable[str]) -> List[Past]:
     """Every finished learning-run record of ``folders`` with a machine kind, steps and seconds."""
     out = []
     for folder in folders:
         kind = folder_machine_kind(folder)
-        path = os.path.join(folder, "runs.jsonl")
-        with open(path, errors="replace") as f:
-            lines = f.readlines()
-        for line in lines:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(r, dict) or r.get("error") or not all(k in r for k in ("trainer", "scene")):
+        for r in finished_records(folder):
+            if not all(k in r for k in ("trainer", "scene")):
                 continue
             steps = r.get("max_steps")
             run_s, train_s = r.get("run_wall_seconds"), r.get("wall_seconds")
@@ -133,14 +140,8 @@ def load_gym_history(folders: Iterable[str], peers: Sequence[str] = ()) -> List[
     ``eval_s``), as a plan waits for both; ``mode`` is ``gym_variant``; ``scene`` the task."""
     out = []
     for folder in folders:
-        with open(os.path.join(folder, "runs.jsonl"), errors="replace") as f:
-            lines = f.readlines()
-        for line in lines:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if (not isinstance(r, dict) or r.get("error") or "eval_every" not in r or not r.get("machine_kind")
+        for r in finished_records(folder):
+            if ("eval_every" not in r or not r.get("machine_kind")
                     or not isinstance(r.get("max_steps"), int) or r["max_steps"] <= 0
                     or not isinstance(r.get("wall_s"), (int, float)) or not r.get("trainer") or not r.get("scene")):
                 continue
