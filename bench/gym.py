@@ -995,11 +995,11 @@ def plan_estimate(plan: Sequence[Tuple[str, str, int]], args: argparse.Namespace
     return cost.plan_cost(keys, args.jobs, history, machine_kind())
 
 
-def plan_groups(plan: Sequence[Tuple[str, str, int]], args: argparse.Namespace, command: str):
-    """``cost.plan_lines``'s groups: each (mode, trainer, task, steps) with its seeds, in plan order."""
+def plan_groups(plan: Sequence[Tuple[str, str, int]], estimate: "cost.PlanCost"):
+    """``cost.plan_lines``'s groups: each estimated key (mode, trainer, task, steps) with its seeds, in plan order."""
     groups: Dict[Tuple[str, str, str, int], List[int]] = {}
-    for t, e, seed in plan:
-        groups.setdefault(_plan_key(t, e, args, command), []).append(seed)
+    for (_, _, seed), run in zip(plan, estimate.per_run):
+        groups.setdefault(run.key, []).append(seed)
     return list(groups.items())
 
 
@@ -1079,7 +1079,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     skip = done_keys(resume.read_records(args.out)[0]) if args.resume else set()
     plan = [(t, e, s) for e in args.tasks for t in args.trainers for s in args.seeds if (t, e, s) not in skip]
     estimate = plan_estimate(plan, args, meta["command"])
-    lines = cost.plan_lines(estimate, plan_groups(plan, args, meta["command"]), done=len(skip))
+    lines = cost.plan_lines(estimate, plan_groups(plan, estimate), done=len(skip))
     if args.plan:
         print("\n".join(f"[bench gym] {line}" for line in lines))
         return 0
