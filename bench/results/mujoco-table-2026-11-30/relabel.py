@@ -1,14 +1,14 @@
 """Relabel machine_kind in runs.jsonl files made before bench's kind named the vector tier (dd9e7f3).
-Records started from 2026-11-30 20:20 UTC on (sessions 17 and 18, both on the AVX2 AMD EPYC) get ', AVX2'; earlier
-'2 cores, AMD EPYC' records of sessions 15-16 (the AVX-512 BF16 AMD EPYC) get ', AVX-512 BF16'.  A later session on
-another machine kind moves the cut or adds one.  Speeds check the split."""
+Records started from 2026-11-30 20:20 UTC until 2026-12-01 02:25 (sessions 17 and 18, both on the AVX2 AMD EPYC) get
+', AVX2'; the other '2 cores, AMD EPYC' records (sessions 15-16 before, session 19 from 2026-12-01 02:30: the AVX-512
+BF16 AMD EPYC) get ', AVX-512 BF16'.  A later session on another machine kind adds a cut.  Speeds check the split."""
 import json, sys
 for path in sys.argv[1:]:
     out = []
     for line in open(path):
         r = json.loads(line)
         if r.get("machine_kind") == "2 cores, AMD EPYC":
-            tier = "AVX2" if r.get("started", "") >= "2026-11-30 20:20" else "AVX-512 BF16"
+            tier = "AVX2" if "2026-11-30 20:20" <= r.get("started", "") < "2026-12-01 02:25" else "AVX-512 BF16"
             r["machine_kind"] = f"2 cores, AMD EPYC, {tier}"
             r["machine_kind_note"] = "tier added from the session's CPU flags (dd9e7f3)"
         out.append(r)
