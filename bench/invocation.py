@@ -5,7 +5,7 @@ import subprocess
 import uuid
 from datetime import datetime, timezone
 
-from mlagents_plugins.common.cpu_info import cpu_flags, cpu_model
+from mlagents_plugins.common.cpu_info import cpu_flags, cpu_generation, cpu_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,11 +59,14 @@ def code_commit() -> str:
 
 
 def machine_kind() -> str:
-    """``"<cores> cores, <CPU model>, <vector tier>"``: what earlier records must share for their seconds to
-    estimate a run, and what a report refuses to mix (the start of ``machine()``, without the kernel and the load).
-    The vector tier (``vector_isa``) is part of it since 2026-11-30; older records lack it, so their kind never
-    equals a newer one's."""
-    return f"{os.cpu_count()} cores, {cpu_model()}, {vector_isa(cpu_flags())}"
+    """``"<cores> cores, <CPU model> (<generation>), <vector tier>"``: what earlier records must share for their
+    seconds to estimate a run, and what a report refuses to mix (the start of ``machine()``, without the kernel and
+    the load).  The vector tier (``vector_isa``) is part of it since 2026-11-30, the generation (``cpu_generation``:
+    x86 family and model numbers, where Linux lists them) since 2026-12-01; older records lack them, so their kind
+    never equals a newer one's."""
+    generation = cpu_generation()
+    model = f"{cpu_model()} ({generation})" if generation else cpu_model()
+    return f"{os.cpu_count()} cores, {model}, {vector_isa(cpu_flags())}"
 
 
 def git_state(path: str = REPO):

@@ -4,10 +4,14 @@ In one process at one torch thread (``--threads``): fast_sac built as ``python -
 (``configs/fast_sac_balance.yaml``, here at ``--hidden-units`` x ``--num-layers`` and ``--batch-size``; 8 vector
 observations, 2 actions), its buffer filled through its own ``_process_trajectory``; after ``--warmup`` updates
 (``torch.compile`` and the matmul kernel chooser settled), ``torch.profiler`` records ``--profiled`` updates with
-their operators' input shapes.  The floor is every matrix product those updates ran (``aten::mm``, ``addmm``,
-``bmm``, ``_mkl_linear``/``mkldnn`` linear variants: the shapes and count per update), replayed as ``torch.mm`` on
-contiguous inputs of the same shapes (each call its own tensors, so no operand stays in cache), with the update's fp32 matmul precision; it is what the update would cost if
-everything but its GEMMs were free.  The update is also timed in its two parts: ``sample_batch`` (replay rows to
+their operators' input shapes and dtypes.  The floor is every matrix product those updates ran (``aten::mm``,
+``addmm``, ``bmm``, ``_mkl_linear``/``mkldnn`` linear variants: the shapes, dtype and count per update), replayed as
+``torch.mm`` on contiguous inputs of the same shapes and dtype (fp32, or bf16 under ``update_precision``; each call
+its own tensors, so no operand stays in cache), with the update's fp32 matmul precision; it is what the update would
+cost if everything but its GEMMs were free.  The products are read from a second fast_sac built the same way with
+``MLAGENTS_PLUGINS_PY_WRAPPER=1``: the default whole step calls them from Inductor's generated C++
+(``whole_step_cpp``), where the profiler does not see them; the Python wrapper calls the same products as ATen
+operators.  The update is also timed in its two parts: ``sample_batch`` (replay rows to
 an ``SACBatch``) and the optimizer's step on one fixed batch.  Timing: ``bench.speed.common.time_interleaved`` on the thread's CPU clock
 (median of 5 interleaved blocks).  Also printed: the profiler's top operators by self CPU time, so what the update
 spends beyond its GEMMs is named.
@@ -20,11 +24,12 @@ own operator would be missing from the floor (the floor would be too low, never 
 """
 import argparse
 import json
+import os
 import tempfile
 import time
 import warnings
 from collections import Counter
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -59,8 +64,21 @@ def gemm_shape(name: str, shapes: List[List[int]]) -> Optional[Tuple[int, int, i
     return None
 
 
+#: the profiler's dtype names of matrix operands, as torch dtypes' names (others: float32)
+_DTYPES = {"float": "float32", "c10::BFloat16": "bfloat16", "c10::Half": "float16", "double": "float64"}
+
+
+def gemm_dtype(dtypes: Sequence[str]) -> str:
+    """The dtype name of one profiled product's operands (``event.input_dtypes``: the first one listed that is a
+    matrix type; a bias of another type does not decide it); ``float32`` when the profiler gave none."""
+    for name in dtypes or ():
+        if name in _DTYPES:
+            return _DTYPES[name]
+    return "float32"
+
+
 def profile_update(update, updates: int) -> Tuple[Counter, List[Tuple[str, float, int]], float]:
-    """(Counter of (M, K, N) per update, top operators by self CPU ms per update, profiled update ms)."""
+    """(Counter of (M, K, N, dtype) per update, top operators by self CPU ms per update, profiled update ms)."""
     from torch.profiler import ProfilerActivity, profile
 
     t0 = time.thread_time()
@@ -73,7 +91,7 @@ def profile_update(update, updates: int) -> Tuple[Counter, List[Tuple[str, float
         if event.name in GEMM_OPS:
             got = gemm_shape(event.name, [list(s) for s in event.input_shapes])
             if got is not None:
-                shapes[got] += 1
+                shapes[got + (gemm_dtype(getattr(event, "input_dtypes", None) or ()),)] += 1
     per_update = Counter({k: v / updates for k, v in shapes.items()})
     averages = list(prof.key_averages())
     top = sorted(((e.key, e.self_cpu_time_total / 1000 / updates, e.count // updates)
@@ -103,20 +121,47 @@ def op_shares(averages) -> Dict[str, float]:
 
 
 def gemm_replay(shapes: Counter):
-    """One call: every (M, K, N) product of one update, as many times as the update runs it, via ``torch.mm``."""
+    """One call: every (M, K, N[, dtype]) product of one update, as many times as the update runs it, via
+    ``torch.mm`` on operands of that dtype (float32 when the key has none)."""
     import torch
 
     gen = torch.Generator().manual_seed(0)
     calls = []
-    for (m, k, n), count in sorted(shapes.items()):
+    for key, count in sorted(shapes.items()):
+        m, k, n = key[:3]
+        dtype = getattr(torch, key[3]) if len(key) > 3 else torch.float32
         for _ in range(int(round(count))):  # tensors of their own, as the update's: no operand stays hot in cache
-            calls.append((torch.randn(m, k, generator=gen), torch.randn(k, n, generator=gen), torch.empty(m, n)))
+            calls.append((torch.randn(m, k, generator=gen).to(dtype), torch.randn(k, n, generator=gen).to(dtype),
+                          torch.empty(m, n, dtype=dtype)))
 
     def step() -> None:
         for a, b, out in calls:
             torch.mm(a, b, out=out)
 
     return step
+
+
+def product_shapes(sizes: Dict[str, int], args: Any, out_dir: str) -> Counter:
+    """The matrix products of one update, per update (``profile_update``), from a fast_sac built as the timed one
+    but with Inductor's Python wrapper (``MLAGENTS_PLUGINS_PY_WRAPPER=1`` while it is built), whose products the
+    profiler sees as ATen operators."""
+    import torch
+
+    previous = os.environ.get("MLAGENTS_PLUGINS_PY_WRAPPER")
+    os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = "1"
+    try:
+        torch.manual_seed(0)
+        probe, spec = common.make_trainer("fast_sac", out_dir, sizes=sizes)
+    finally:
+        if previous is None:
+            os.environ.pop("MLAGENTS_PLUGINS_PY_WRAPPER", None)
+        else:
+            os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = previous
+    common.fill(probe, spec, args.rows, np.random.default_rng(0))
+    for _ in range(args.warmup):
+        probe.update_once()
+    shapes, _, _, _ = profile_update(probe.update_once, args.profiled)
+    return shapes
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
@@ -135,8 +180,6 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     if args.kernel_names:
-        import os
-
         os.environ["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"  # read when torch._inductor's config loads
     import logging
 
@@ -148,13 +191,17 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     torch.manual_seed(0)
     sizes = {"hidden_units": args.hidden_units, "num_layers": args.num_layers, "batch_size": args.batch_size}
     with tempfile.TemporaryDirectory() as tmp:
-        trainer, spec = common.make_trainer("fast_sac", tmp, sizes=sizes)
+        trainer, spec = common.make_trainer("fast_sac", os.path.join(tmp, "timed"), sizes=sizes)
         common.fill(trainer, spec, args.rows, np.random.default_rng(0))
         for _ in range(args.warmup):
             trainer.update_once()
         head = trainer.optimizer.head
         onednn = bool(head.matmul_kernels.use_onednn)
-        shapes, top, profiled_ms, shares = profile_update(trainer.update_once, args.profiled)
+        _, top, profiled_ms, shares = profile_update(trainer.update_once, args.profiled)
+        shapes = product_shapes(sizes, args, os.path.join(tmp, "probe"))
+        if not shapes:
+            raise SystemExit("gemm-floor: the profiler saw no matrix product in the update (operator names "
+                             f"{sorted(GEMM_OPS)}); no floor to measure")
         previous = torch.get_float32_matmul_precision()
         torch.set_float32_matmul_precision("medium" if onednn else previous)
         try:
@@ -165,7 +212,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
                                          args.updates, warmup=5, clock=time.thread_time)
         finally:
             torch.set_float32_matmul_precision(previous)
-    flops = sum(2 * m * k * n * c for (m, k, n), c in shapes.items())
+    flops = sum(2 * key[0] * key[1] * key[2] * c for key, c in shapes.items())
     out = {
         "sizes": sizes, "threads": args.threads, "observations": 8, "actions": 2, "onednn_matmul": onednn,
         "update_ms": round(ms["update"], 3), "sample_batch_ms": round(ms["sample"], 3),
@@ -174,7 +221,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         "gemm_gflop_per_update": round(flops / 1e9, 4),
         "floor_gflops": round(flops / 1e9 / (ms["gemm_floor"] / 1000), 1),
         "gemms_per_update": round(sum(shapes.values()), 1),
-        "shapes": [[m, k, n, round(c, 2)] for (m, k, n), c in sorted(shapes.items())],
+        "shapes": [list(key) + [round(c, 2)] for key, c in sorted(shapes.items())],
         "profiled_update_ms": round(profiled_ms, 3), "profiled_self_time_shares": shares,
         "top_ops_self_ms": [[name, round(t, 3), count] for name, t, count in top],
     }
@@ -185,7 +232,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
                     "gemm_floor_ms", "update_over_floor", "profiled_self_time_shares",
                     "gemm_gflop_per_update", "floor_gflops", "gemms_per_update", "profiled_update_ms"):
             print(f"{key:24s} {out[key]}")
-        print("GEMM shapes (M, K, N, per update):", out["shapes"])
+        print("GEMM shapes (M, K, N, dtype, per update):", out["shapes"])
         print("top operators by self CPU ms per update (profiled, so inflated):")
         for name, t, count in out["top_ops_self_ms"]:
             print(f"  {t:8.3f} ms  {count:5d}x  {name}")

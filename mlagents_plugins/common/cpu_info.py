@@ -1,4 +1,4 @@
-"""What the processor is, read once from Linux's ``/proc/cpuinfo``: its model name and feature flags.
+"""What the processor is, read once from Linux's ``/proc/cpuinfo``: its model name, generation and feature flags.
 
 One reader for everything that asks (``update_precision: auto`` in ``bf16_matmul``, the compile cache's machine key
 in ``compile_cache``, the machine kind of every bench record in ``bench/invocation``), so they cannot disagree about
@@ -43,3 +43,13 @@ def cpu_flags() -> FrozenSet[str]:
 def cpu_model() -> str:
     """The CPU's model name (``model name``), else ``platform.processor()``, else ``unknown CPU``."""
     return cpu_fields().get("model name") or platform.processor() or "unknown CPU"
+
+
+def cpu_generation() -> str:
+    """``"family F, model M"`` from x86's ``cpu family`` and ``model`` numbers (AMD's Zen 4 is family 25, Zen 5
+    family 26), else ``""``.  Processors whose model name is only the vendor's line ("AMD EPYC") differ here: two
+    such 2-core machines with AVX-512 BF16 ran SB3's SAC at 86 and 121 env steps per CPU second
+    (bench/results/mujoco-table-2026-11-30/CONTINUE.md)."""
+    fields = cpu_fields()
+    family, model = fields.get("cpu family", ""), fields.get("model", "")
+    return f"family {family}, model {model}" if family and model else ""

@@ -436,6 +436,37 @@ def test_gemm_floor_reads_m_k_n_from_each_product_kind():
     assert gemm_floor.gemm_shape("aten::mm", [[256, 23]]) is None
 
 
+def test_gemm_floor_reads_the_operands_dtype():
+    from bench.speed import gemm_floor
+
+    assert gemm_floor.gemm_dtype(["float", "float"]) == "float32"
+    assert gemm_floor.gemm_dtype(["c10::BFloat16", "c10::BFloat16"]) == "bfloat16"
+    assert gemm_floor.gemm_dtype(["", "c10::BFloat16", "c10::BFloat16"]) == "bfloat16"  # addmm's absent bias first
+    assert gemm_floor.gemm_dtype([]) == "float32"
+
+
+def test_gemm_replay_multiplies_in_each_products_dtype(monkeypatch):
+    from collections import Counter
+
+    import torch
+
+    from bench.speed import gemm_floor
+
+    seen = []
+    real_mm = torch.mm
+
+    def counted(a, b, out=None):
+        seen.append((tuple(a.shape), a.dtype, b.dtype, out.dtype))
+        return real_mm(a, b, out=out)
+
+    step = gemm_floor.gemm_replay(Counter({(4, 3, 5, "bfloat16"): 1.0, (6, 5, 2, "float32"): 2.0}))
+    monkeypatch.setattr(torch, "mm", counted)
+    step()
+    assert sorted(seen, key=str) == sorted([((4, 3), torch.bfloat16, torch.bfloat16, torch.bfloat16),
+                                            ((6, 5), torch.float32, torch.float32, torch.float32),
+                                            ((6, 5), torch.float32, torch.float32, torch.float32)], key=str)
+
+
 def test_gemm_replay_runs_each_product_as_often_as_the_update(monkeypatch):
     from collections import Counter
 
