@@ -183,6 +183,21 @@ def make_trainer(trainer: str, out_dir: str, overrides: Optional[Dict[str, objec
     return t, spec
 
 
+def make_trainer_py_wrapper(trainer: str, out_dir: str, **kwargs):
+    """``make_trainer`` with ``MLAGENTS_PLUGINS_PY_WRAPPER=1`` while the trainer is built (its compiled whole step at
+    Inductor's defaults: a generated Python function calls the kernels, as ATen operators the profiler sees); the
+    variable is restored afterwards."""
+    previous = os.environ.get("MLAGENTS_PLUGINS_PY_WRAPPER")
+    os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = "1"
+    try:
+        return make_trainer(trainer, out_dir, **kwargs)
+    finally:
+        if previous is None:
+            os.environ.pop("MLAGENTS_PLUGINS_PY_WRAPPER", None)
+        else:
+            os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = previous
+
+
 def fill(trainer, spec, rows: int, rng: np.random.Generator, length: int = 64,
          log_probs: Optional[Callable[[int], np.ndarray]] = None) -> int:
     """Feed ``trainer._process_trajectory`` random trajectories of ``length`` steps until ``rows`` steps

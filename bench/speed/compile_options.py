@@ -69,7 +69,6 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     torch.set_num_threads(1)
     sizes = {"hidden_units": args.hidden_units, "num_layers": 2, "batch_size": args.batch_size}
     steps, compile_s, labels = {}, {}, []
-    previous = os.environ.get("MLAGENTS_PLUGINS_PY_WRAPPER")
     with tempfile.TemporaryDirectory() as tmp:
         shared = None  # --one-trainer: (trainer, batch)
         for i, name in enumerate(args.sets):
@@ -77,14 +76,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             labels.append(label)
             if shared is None:
                 torch.manual_seed(0)
-                os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = "1"  # the whole step at Inductor's defaults, patched below
-                try:
-                    trainer, spec = common.make_trainer("fast_sac", os.path.join(tmp, str(i)), sizes=sizes)
-                finally:
-                    if previous is None:
-                        os.environ.pop("MLAGENTS_PLUGINS_PY_WRAPPER", None)
-                    else:
-                        os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = previous
+                # the whole step at Inductor's defaults, patched below
+                trainer, spec = common.make_trainer_py_wrapper("fast_sac", os.path.join(tmp, str(i)), sizes=sizes)
                 common.fill(trainer, spec, args.rows, np.random.default_rng(0))
                 batch = None
             step = trainer.optimizer.head.loss_step

@@ -147,16 +147,8 @@ def product_shapes(sizes: Dict[str, int], args: Any, out_dir: str) -> Counter:
     profiler sees as ATen operators."""
     import torch
 
-    previous = os.environ.get("MLAGENTS_PLUGINS_PY_WRAPPER")
-    os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = "1"
-    try:
-        torch.manual_seed(0)
-        probe, spec = common.make_trainer("fast_sac", out_dir, sizes=sizes)
-    finally:
-        if previous is None:
-            os.environ.pop("MLAGENTS_PLUGINS_PY_WRAPPER", None)
-        else:
-            os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] = previous
+    torch.manual_seed(0)
+    probe, spec = common.make_trainer_py_wrapper("fast_sac", out_dir, sizes=sizes)
     common.fill(probe, spec, args.rows, np.random.default_rng(0))
     for _ in range(args.warmup):
         probe.update_once()

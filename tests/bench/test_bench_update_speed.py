@@ -467,6 +467,22 @@ def test_gemm_replay_multiplies_in_each_products_dtype(monkeypatch):
                                             ((6, 5), torch.float32, torch.float32, torch.float32)], key=str)
 
 
+def test_trainer_with_the_python_wrapper_is_built_under_the_switch_and_the_switch_restored(monkeypatch):
+    import os
+
+    from bench.speed import common
+
+    seen = []
+    monkeypatch.setattr(common, "make_trainer",
+                        lambda *a, **k: seen.append(os.environ.get("MLAGENTS_PLUGINS_PY_WRAPPER")) or ("t", "s"))
+    monkeypatch.delenv("MLAGENTS_PLUGINS_PY_WRAPPER", raising=False)
+    assert common.make_trainer_py_wrapper("fast_sac", "out", sizes={}) == ("t", "s")
+    assert seen == ["1"] and "MLAGENTS_PLUGINS_PY_WRAPPER" not in os.environ
+    monkeypatch.setenv("MLAGENTS_PLUGINS_PY_WRAPPER", "0")
+    common.make_trainer_py_wrapper("fast_sac", "out")
+    assert seen == ["1", "1"] and os.environ["MLAGENTS_PLUGINS_PY_WRAPPER"] == "0"
+
+
 def test_gemm_replay_runs_each_product_as_often_as_the_update(monkeypatch):
     from collections import Counter
 
