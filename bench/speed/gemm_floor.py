@@ -121,15 +121,14 @@ def op_shares(averages) -> Dict[str, float]:
 
 
 def gemm_replay(shapes: Counter):
-    """One call: every (M, K, N[, dtype]) product of one update, as many times as the update runs it, via
-    ``torch.mm`` on operands of that dtype (float32 when the key has none)."""
+    """One call: every (M, K, N, dtype) product of one update (``profile_update``'s keys), as many times as the
+    update runs it, via ``torch.mm`` on operands of that dtype."""
     import torch
 
     gen = torch.Generator().manual_seed(0)
     calls = []
-    for key, count in sorted(shapes.items()):
-        m, k, n = key[:3]
-        dtype = getattr(torch, key[3]) if len(key) > 3 else torch.float32
+    for (m, k, n, dtype_name), count in sorted(shapes.items()):
+        dtype = getattr(torch, dtype_name)
         for _ in range(int(round(count))):  # tensors of their own, as the update's: no operand stays hot in cache
             calls.append((torch.randn(m, k, generator=gen).to(dtype), torch.randn(k, n, generator=gen).to(dtype),
                           torch.empty(m, n, dtype=dtype)))
@@ -204,7 +203,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
                                          args.updates, warmup=5, clock=time.thread_time)
         finally:
             torch.set_float32_matmul_precision(previous)
-    flops = sum(2 * key[0] * key[1] * key[2] * c for key, c in shapes.items())
+    flops = sum(2 * m * k * n * c for (m, k, n, _), c in shapes.items())
     out = {
         "sizes": sizes, "threads": args.threads, "observations": 8, "actions": 2, "onednn_matmul": onednn,
         "update_ms": round(ms["update"], 3), "sample_batch_ms": round(ms["sample"], 3),

@@ -497,7 +497,7 @@ def test_gemm_replay_runs_each_product_as_often_as_the_update(monkeypatch):
         calls.append((tuple(a.shape), tuple(b.shape)))
         return real_mm(a, b, out=out)
 
-    step = gemm_floor.gemm_replay(Counter({(4, 3, 5): 2.0, (6, 5, 1): 1.0}))
+    step = gemm_floor.gemm_replay(Counter({(4, 3, 5, "float32"): 2.0, (6, 5, 1, "float32"): 1.0}))
     monkeypatch.setattr(torch, "mm", counted)
     step()
     assert sorted(calls) == [((4, 3), (3, 5)), ((4, 3), (3, 5)), ((6, 5), (5, 1))]
