@@ -264,6 +264,7 @@ class RecurrentFastSACOptimizer(TorchOptimizer):
             small_critic_init=hp.critics_start_small(self.action_spec.continuous_size, len(self.branches)),
             recipe=hp.network_recipe(),
             bf16_update=hp.update_bf16(self.device),
+            value_bins=hp.critic_value_bins,
         )
         self.body_params = [p for p in self.critic_body.parameters() if p.requires_grad]
         self.target_body_params = [

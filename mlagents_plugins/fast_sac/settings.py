@@ -79,6 +79,13 @@ class FastSACSettings(SACHeadSettings):
     # sequences start deep into long episodes and the stored memories grow stale as the policy changes; each step
     # costs as much compute as a trained one.  Refused without memory.  (docs/fast_sac.md "Recurrent policies")
     burn_in: int = attr.ib(default=0, validator=non_negative_int)
+    # Binned critics (issue #56; docs/fast_sac.md "Binned critics"): each critic outputs this many logits of a
+    # categorical distribution over values equally spaced in symlog space (sign(x) log(1 + |x|)) from -10 to 10
+    # (|Q| up to about 22,000 in the rewards' units), its Q the distribution's mean mapped back, and learns by
+    # cross-entropy against a normal of 0.75 bins' width around the TD target (HL-Gauss, Farebrother et al. 2024;
+    # XQC's loss, Palenicek et al. 2025) instead of the squared residual.  The loss's scale no longer grows with the
+    # rewards'.  Continuous-only actions.  0 = off (scalar critics, SAC's); e.g. 101.
+    critic_value_bins: int = attr.ib(default=0, validator=non_negative_int)
     # --- the network (issue #56; docs/fast_sac_network.md) ---
     # The activation after each hidden layer of the actor and both critics (every ML-Agents Swish in them): "swish"
     # (ML-Agents' x * sigmoid(x)) or "relu" (the SAC paper's and Stable-Baselines3's).  null = swish.
@@ -108,6 +115,11 @@ class FastSACSettings(SACHeadSettings):
             return
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
             fail(attribute.name, value, "a number in [0, 1), e.g. 0.9 (PyTorch) or 0.5 (CrossQ)")
+
+    @critic_value_bins.validator
+    def _check_value_bins(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value == 1:
+            fail(attribute.name, value, "0 (scalar critics) or at least 2 bins, e.g. 101")
 
     @critic_batch_renorm.validator
     def _check_batch_renorm(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -96,6 +96,9 @@ class SACHead:
     :param bf16_update: the hidden layers' products in bf16 during the update (fast_sac's ``update_precision``,
         ``common/bf16_matmul.py``): the critics' hidden layers switch here, the actor's where the optimizer builds
         it; False: fp32 (muzero_repr).
+    :param value_bins: binned critics (fast_sac's ``critic_value_bins``): each Q output that many logits over a
+        symlog support, trained by cross-entropy against HL-Gauss targets (``losses.twin_q_cross_entropy``); 0:
+        scalar critics and squared residuals (muzero_repr).
     """
 
     def __init__(
@@ -121,8 +124,10 @@ class SACHead:
         critic_loss_fn: Optional[LossFn] = None,
         recipe: Optional[NetworkRecipe] = None,
         bf16_update: bool = False,
+        value_bins: int = 0,
     ):
         self.hyperparameters = hp
+        self.value_bins = int(value_bins)
         self.action_spec = action_spec
         self.branches = list(action_spec.discrete_branches)
         self.matmul_kernels = MatmulKernelChooser(device, hp.fast_cpu_matmul)
@@ -137,6 +142,7 @@ class SACHead:
             action_neutral_init=neutral_critic_init,
             batch_renorm=batch_renorm,
             recipe=recipe,
+            value_bins=value_bins,
         ).to(device)
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
         self.bf16_update = bool(bf16_update)
@@ -213,6 +219,7 @@ class SACHead:
             actor_min_q=self.actor_min_q,
             entropy_reward=self.entropy_reward,
             joint_critic=self.joint_critic,
+            value_bins=self.value_bins,
         )
 
     def update(self, batch: SACBatch, step: int) -> Tuple[Dict[str, float], SACLosses]:

@@ -171,6 +171,98 @@ def twin_q_loss(
     return 0.5 * se1.mean(), 0.5 * se2.mean(), td_abs
 
 
+def symlog(x: torch.Tensor) -> torch.Tensor:
+    """``sign(x) * log(1 + |x|)``: close to ``x`` near 0, logarithmic far from it (Hafner et al. 2023, DreamerV3)."""
+    return torch.sign(x) * torch.log1p(x.abs())
+
+
+def symexp(z: torch.Tensor) -> torch.Tensor:
+    """The inverse of ``symlog``: ``sign(z) * (exp(|z|) - 1)``."""
+    return torch.sign(z) * torch.expm1(z.abs())
+
+
+def value_support(bins: int, limit: float, device: Any = None) -> torch.Tensor:
+    """The centres [K] of ``bins`` equal bins spanning ``[-limit, limit]`` in symlog space, ends included: the values a
+    binned critic's categorical distribution is over (``binned_q``, ``hl_gauss_probs``)."""
+    if bins < 2:
+        raise ValueError(f"bins must be at least 2, got {bins}")
+    if not limit > 0:
+        raise ValueError(f"limit must be positive, got {limit}")
+    return torch.linspace(-float(limit), float(limit), int(bins), device=device)
+
+
+def binned_q(logits: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """A binned critic's value: ``symexp`` of the expected symlog value under ``softmax(logits)`` over ``support``.
+
+    :param logits: [..., K] one categorical distribution per leading index; :param support: [K] bin centres in symlog
+        space (``value_support``).  :return: [...] values in the rewards' own units.
+    """
+    if logits.dim() < 1 or support.dim() != 1 or logits.shape[-1] != support.shape[0]:
+        raise ValueError(f"logits [..., K] and support [K] must agree on K, got {list(logits.shape)} and "
+                         f"{list(support.shape)}")
+    return symexp((torch.softmax(logits, dim=-1) * support).sum(dim=-1))
+
+
+def hl_gauss_probs(target: torch.Tensor, support: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Histogram-loss target distribution (HL-Gauss, Imani & White 2018; Farebrother et al. 2024) of each scalar
+    target: the mass a normal ``N(symlog(target), sigma^2)`` puts in each bin of ``support`` (edges halfway between
+    centres, the outer bins as wide as the inner ones), renormalized to the support.  A target beyond the support is
+    clamped to its end, so its mass sits in the last bins.
+
+    :param target: [...] targets in the rewards' units; :param support: [K] equally spaced bin centres (symlog
+        space); :param sigma: the normal's width in symlog units (> 0).  :return: [..., K] probabilities.
+    """
+    if support.dim() != 1 or support.shape[0] < 2:
+        raise ValueError(f"support must have shape [K] with K >= 2, got {list(support.shape)}")
+    if not sigma > 0:
+        raise ValueError(f"sigma must be positive, got {sigma}")
+    width = support[1] - support[0]
+    edges = torch.cat([support - 0.5 * width, support[-1:] + 0.5 * width])  # [K + 1]
+    centre = torch.minimum(torch.maximum(symlog(target), support[0]), support[-1]).unsqueeze(-1)
+    cdf = torch.special.ndtr((edges - centre) / sigma)  # [..., K + 1]
+    mass = cdf[..., 1:] - cdf[..., :-1]
+    return mass / (cdf[..., -1:] - cdf[..., :1])
+
+
+def twin_q_cross_entropy(
+    logits1: torch.Tensor,
+    logits2: torch.Tensor,
+    target: torch.Tensor,
+    support: torch.Tensor,
+    sigma: float,
+    weights: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``twin_q_loss`` for binned critics: each critic's cross-entropy against the HL-Gauss distribution of the target
+    (``hl_gauss_probs``) instead of the squared residual (a classification loss for the value, as in XQC, Palenicek
+    et al. 2025, and Farebrother et al. 2024), weighted per sample (PER importance weights).
+
+    :param logits1: [B, S, K], :param logits2: [B, S, K] both critics' logits at the taken actions.
+    :param target: [B, S] targets (detached here). :param support: [K] bin centres (symlog space).
+    :param weights: [B] or ``None``.
+    :return: (q1_loss, q2_loss, td_abs [B]): each loss is ``mean_b w_b * mean_s CE``; ``td_abs`` as in ``twin_q_loss``
+        from the critics' values (``binned_q``), the new PER priority base.
+    """
+    if logits1.dim() != 3:
+        raise ValueError(f"logits1 must have shape [B, S, K], got {list(logits1.shape)}")
+    b, s, k = logits1.shape
+    _check_shape("logits2", logits2, (b, s, k))
+    _check_shape("target", target, (b, s))
+    _check_shape("support", support, (k,))
+    y = target.detach()
+    p = hl_gauss_probs(y, support, sigma)
+    ce1 = -(p * torch.log_softmax(logits1, dim=-1)).sum(dim=-1).mean(dim=1)
+    ce2 = -(p * torch.log_softmax(logits2, dim=-1)).sum(dim=-1).mean(dim=1)
+    if weights is not None:
+        _check_shape("weights", weights, (b,))
+        ce1 = ce1 * weights
+        ce2 = ce2 * weights
+    with torch.no_grad():
+        d1 = binned_q(logits1, support) - y
+        d2 = binned_q(logits2, support) - y
+        td_abs = torch.maximum(d1.abs(), d2.abs()).mean(dim=1)
+    return ce1.mean(), ce2.mean(), td_abs
+
+
 def policy_loss(q_pi: torch.Tensor, *policy_terms: Any) -> torch.Tensor:
     """Actor loss ``E_s[sum_k alpha_k E_pi log pi_k - E_pi Q(s, a)]`` [SAC-2 eq. 7], averaged over streams.
 
@@ -307,6 +399,33 @@ class SACLossSettings(NamedTuple):
     # CrossQ (critic_batch_renorm): no target critics; the online critics evaluate the taken state-actions and the
     # bootstrap state-actions in one batch (``joint_critic_pass``); ``SACNetworks.target_critic`` may be None.
     joint_critic: bool = False
+    # Binned critics (fast_sac's critic_value_bins): each Q output is this many logits of a categorical distribution
+    # over ``value_support(value_bins, VALUE_LIMIT)``, its value ``binned_q``, trained by ``twin_q_cross_entropy``;
+    # continuous-only actions.  0: scalar critics and squared residuals (SAC's).
+    value_bins: int = 0
+
+
+#: The binned critics' support spans ``[-VALUE_LIMIT, VALUE_LIMIT]`` in symlog space: values of magnitude up to
+#: ``expm1(10)``, about 22,000, in the rewards' units (larger targets count as that).
+VALUE_LIMIT = 10.0
+#: HL-Gauss's width as a fraction of one bin (Farebrother et al. 2024's choice, 0.75).
+HL_GAUSS_SIGMA_BINS = 0.75
+
+
+def critic_support(settings: "SACLossSettings", device: Any) -> Optional[torch.Tensor]:
+    """The binned critics' bin centres [K] (``value_support``), or None for scalar critics."""
+    if not settings.value_bins:
+        return None
+    return value_support(settings.value_bins, VALUE_LIMIT, device)
+
+
+def critic_values(raw: torch.Tensor, support: Optional[torch.Tensor]) -> torch.Tensor:
+    """A critic's Q values [B, S, A] from its raw outputs: the outputs themselves for scalar critics (``support``
+    None), ``binned_q`` of each output's K logits ([B, S, A * K]) for binned ones."""
+    if support is None:
+        return raw
+    b, s, ak = raw.shape
+    return binned_q(raw.reshape(b, s, ak // support.shape[0], support.shape[0]), support)
 
 
 class SACLosses(NamedTuple):
@@ -350,6 +469,9 @@ def _check_actor_output(name: str, out, b: int, cont_size: int, num_actions: int
 def _check_inputs(nets: SACNetworks, batch: SACBatch, settings: SACLossSettings) -> Tuple[int, int, int]:
     """Shapes of everything ``sac_losses`` is given (an error names the field); returns ``(B, S, A)``, ``A`` the Q
     outputs per stream (``max(sum(branches), 1)``)."""
+    if settings.value_bins and settings.branches:
+        raise ValueError("value_bins (binned critics) needs continuous-only actions, got discrete branches "
+                         f"{list(settings.branches)}")
     if batch.r_t.dim() != 3:
         raise ValueError(f"r_t must have shape [B, N, S], got {list(batch.r_t.shape)}")
     b, n, s = batch.r_t.shape
@@ -392,9 +514,17 @@ def soft_targets(
         _check_actor_output("actor(s_t)", next_out, b, settings.cont_size, int(sum(branches)))
         a_t, lp_c_t, lp_d_t = next_out
         tq1, tq2 = nets.target_critic(batch.s_t, a_t)
-        _check_q_pair("target_critic(s_t)", tq1, tq2, b, s, max(int(sum(branches)), 1))
-        y = _bootstrapped(batch, settings, torch.minimum(tq1, tq2), lp_c_t, lp_d_t, alpha_c, alpha_d)
+        _check_q_pair("target_critic(s_t)", tq1, tq2, b, s, _raw_outputs(settings))
+        support = critic_support(settings, batch.r_t.device)
+        q_t = torch.minimum(critic_values(tq1, support), critic_values(tq2, support))
+        y = _bootstrapped(batch, settings, q_t, lp_c_t, lp_d_t, alpha_c, alpha_d)
     return y
+
+
+def _raw_outputs(settings: SACLossSettings) -> int:
+    """Raw outputs per stream of each critic: one per Q output (``max(sum(branches), 1)``), times ``value_bins``
+    for binned critics."""
+    return max(int(sum(settings.branches)), 1) * max(int(settings.value_bins), 1)
 
 
 def _bootstrapped(
@@ -437,9 +567,10 @@ def joint_critic_pass(
     is detached: the targets [B, S] carry no gradient, while the taken half's Q [B, S, A] does (and, through the
     batch statistics, depends on the bootstrap half's inputs, as in CrossQ).
 
-    :return: (targets ``y`` [B, S], Q1 [B, S, A], Q2 [B, S, A] at ``s_tm1``)."""
+    :return: (targets ``y`` [B, S], Q1 [B, S, A], Q2 [B, S, A] at ``s_tm1``: the critics' raw outputs, logits
+    [B, S, A * K] for binned critics)."""
     b, _, s = batch.r_t.shape
-    a = max(int(sum(settings.branches)), 1)
+    a = _raw_outputs(settings)
     with torch.no_grad():
         next_out = nets.actor(batch.s_t, batch.mask_t)
     _check_actor_output("actor(s_t)", next_out, b, settings.cont_size, int(sum(settings.branches)))
@@ -450,7 +581,8 @@ def joint_critic_pass(
     q1_both, q2_both = nets.critic(concat_states(batch.s_tm1, batch.s_t), actions)
     _check_q_pair("critic(s_tm1 + s_t)", q1_both, q2_both, 2 * b, s, a)
     with torch.no_grad():
-        q_t = torch.minimum(q1_both[b:], q2_both[b:])
+        support = critic_support(settings, batch.r_t.device)
+        q_t = torch.minimum(critic_values(q1_both[b:], support), critic_values(q2_both[b:], support))
         y = _bootstrapped(batch, settings, q_t, lp_c_t, lp_d_t, alpha_c, alpha_d)
     return y, q1_both[:b], q2_both[:b]
 
@@ -482,8 +614,10 @@ def _actor_terms(
         q_pi = (torch.minimum(q1_all, q2_all) if settings.actor_min_q else q1_all).detach()
     else:
         q_pi1, q_pi2 = nets.frozen_critic(policy_s_tm1, a_pi, not settings.actor_min_q)
-        _check_q_pair("frozen_critic(s_tm1)", q_pi1, q_pi2, b, s, max(num_actions, 1))
-        q_pi = q_pi1 if q_pi2 is None else torch.minimum(q_pi1, q_pi2)
+        _check_q_pair("frozen_critic(s_tm1)", q_pi1, q_pi2, b, s, _raw_outputs(settings))
+        support = critic_support(settings, batch.r_t.device)
+        q_pi1 = critic_values(q_pi1, support)
+        q_pi = q_pi1 if q_pi2 is None else torch.minimum(q_pi1, critic_values(q_pi2, support))
     pi_loss = policy_loss(q_pi, lp_c, lp_d, alpha_c, alpha_d, branches)
     if branches and batch.mask_tm1 is not None:
         target_disc = masked_target_entropy(batch.mask_tm1, branches, settings.discrete_entropy_scale)
@@ -510,7 +644,9 @@ def sac_losses(
       al. 2022, "Do You Need the Entropy Reward (in Practice)?"): the critics then value the task's rewards alone,
       so an entropy bonus summed over ``1 / (1 - gamma)`` bootstrapped steps cannot outweigh a reward that ends
       the episode.
-    * Critics: both online critics at the taken action, squared residuals (``twin_q_loss``, PER ``weights``).
+    * Critics: both online critics at the taken action, squared residuals (``twin_q_loss``, PER ``weights``); with
+      ``value_bins`` the critics output logits over a symlog support, their values are ``binned_q`` everywhere and
+      their loss the HL-Gauss cross-entropy (``twin_q_cross_entropy``).
     * Actor: Q at the actor's reparameterised action, read through ``frozen_critic`` so its loss reaches the
       actor only; ``actor_min_q`` uses ``min(Q1, Q2)`` (SAC-2), otherwise Q1 alone (TD3, ML-Agents' sac).
       With discrete-only actions ``Q(s, .)`` does not depend on the actor, so the critic pass at ``s_tm1`` is
@@ -531,17 +667,23 @@ def sac_losses(
     alpha_d = nets.log_alpha_disc.detach().exp()
 
     if settings.joint_critic:
-        y, q1_all, q2_all = joint_critic_pass(nets, batch, settings, alpha_c, alpha_d)
+        y, raw1, raw2 = joint_critic_pass(nets, batch, settings, alpha_c, alpha_d)
     else:
         y = soft_targets(nets, batch, settings, alpha_c, alpha_d)
-        q1_all, q2_all = nets.critic(batch.s_tm1, batch.a_tm1_cont)  # [B, S, A]
-    _check_q_pair("critic(s_tm1)", q1_all, q2_all, b, s, a)
+        raw1, raw2 = nets.critic(batch.s_tm1, batch.a_tm1_cont)  # [B, S, A] ([B, S, A * K] binned)
+    _check_q_pair("critic(s_tm1)", raw1, raw2, b, s, _raw_outputs(settings))
+    support = critic_support(settings, batch.r_t.device)
+    q1_all, q2_all = critic_values(raw1, support), critic_values(raw2, support)  # [B, S, A]
     if branches:
         q1_tm1 = condense_q(q1_all, batch.a_tm1_disc, branches)
         q2_tm1 = condense_q(q2_all, batch.a_tm1_disc, branches)
     else:
         q1_tm1, q2_tm1 = q1_all[:, :, 0], q2_all[:, :, 0]
-    q1_loss, q2_loss, td_abs = twin_q_loss(q1_tm1, q2_tm1, y, batch.weights)
+    if support is None:
+        q1_loss, q2_loss, td_abs = twin_q_loss(q1_tm1, q2_tm1, y, batch.weights)
+    else:  # continuous-only (checked): A = 1, the logits [B, S, K]
+        sigma = HL_GAUSS_SIGMA_BINS * 2.0 * VALUE_LIMIT / (settings.value_bins - 1)
+        q1_loss, q2_loss, td_abs = twin_q_cross_entropy(raw1, raw2, y, support, sigma, batch.weights)
 
     if not update_actor:
         zero = q1_loss.new_zeros(())

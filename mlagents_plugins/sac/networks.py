@@ -44,7 +44,8 @@ class TwinQ(LayerNormedCritics):
     instead of ML-Agents' initialization, so every Q value, and its slope in the continuous actions, starts near 0
     (the hidden layers keep ML-Agents' initialization).  ``action_neutral_init``: both critics start indifferent
     between actions (``critic_norm.init_action_neutral_``, fast_sac's ``critic_neutral_init``).  ``recipe``: both
-    critics' activation and initialization (``common/network_recipe.py``; None: ML-Agents')."""
+    critics' activation and initialization (``common/network_recipe.py``; None: ML-Agents').  ``value_bins``: each Q
+    output is that many logits (binned critics, ``losses.critic_values``); 0: one scalar."""
 
     def __init__(
         self,
@@ -57,10 +58,13 @@ class TwinQ(LayerNormedCritics):
         action_neutral_init: bool = False,
         batch_renorm: Optional[Tuple[float, int]] = None,
         recipe: Optional[NetworkRecipe] = None,
+        value_bins: int = 0,
     ):
         super().__init__()
         self.stream_names = list(stream_names)
-        self.num_outputs = max(int(sum(action_spec.discrete_branches)), 1)
+        # Raw outputs per stream: one Q value per discrete action (1 for continuous-only), times ``value_bins``
+        # logits for binned critics (``losses.critic_values`` reads them).
+        self.num_outputs = max(int(sum(action_spec.discrete_branches)), 1) * max(int(value_bins), 1)
         cont = int(action_spec.continuous_size)
         self.q1 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
         self.q2 = ValueNetwork(self.stream_names, observation_specs, network_settings, cont, self.num_outputs)
