@@ -114,13 +114,15 @@ def load_history(folders: Iterable[str]) -> List[Past]:
 
 
 GYM_SET = re.compile(r"--set[= ](\S+)")
+GYM_PEER_SET = re.compile(r"--peer-set[= ](\S+)")
 
 
 def gym_variant(record: Dict[str, Any], peers: Sequence[str] = ()) -> str:
     """The ``mode`` of a ``bench gym`` record in ``Past``: ``gym``, plus its ``--set`` overrides (sorted; read from
-    its command) and a changed ``buffer_init_steps``, since those change what a run costs.  The overrides reach only
-    the ML-Agents trainers, so an SB3 peer (``peers``) is plain ``gym`` whatever its command said."""
-    parts = [] if record.get("trainer") in peers else sorted(GYM_SET.findall(record.get("command") or ""))
+    its command) and a changed ``buffer_init_steps``, since those change what a run costs.  ``--set`` reaches only
+    the ML-Agents trainers and ``--peer-set`` only the SB3 peers (``peers``), so each record counts its own kind."""
+    pattern = GYM_PEER_SET if record.get("trainer") in peers else GYM_SET
+    parts = sorted(pattern.findall(record.get("command") or ""))
     if record.get("buffer_init_steps") is not None:
         parts.append(f"buffer_init_steps={record['buffer_init_steps']}")
     return " ".join(["gym"] + parts)

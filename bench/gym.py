@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from bench import cost, progress, resume
-from bench.overrides import apply_override, parse_override
+from bench.overrides import apply_override, override_text, parse_override
 from bench.invocation import code_commit, machine, machine_kind, new_id, utc_now
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -373,6 +373,8 @@ def run_peer(trainer: str, env_id: str, seed: int, args: argparse.Namespace, rec
                str(args.eval_episodes), "--eval-seed", str(EVAL_SEED_OFFSET + seed), "--json", out_json]
         if args.buffer_init_steps is not None:
             cmd += ["--learning-starts", str(args.buffer_init_steps)]
+        for path, value in getattr(args, "peer_overrides", None) or []:
+            cmd += ["--set", override_text(path, value)]
         log_path = os.path.join(work, "peer.log")
         live_run(args, trainer, env_id, seed).watch(log_path)
         by_process: Dict[str, float] = {}
@@ -1042,6 +1044,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", type=parse_override, action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting of the ML-Agents trainers' configs (repeatable), a dotted path into the "
                         "behavior's settings and a YAML value: --set hyperparameters.adam_beta1=0.5")
+    p.add_argument("--peer-set", dest="peer_overrides", type=parse_override, action="append", default=[],
+                   metavar="KEY=VALUE",
+                   help="override a keyword of the SB3 peers' constructors (repeatable; a YAML value, a dotted path "
+                        "into a dict keyword): --peer-set learning_rate=0.001, a peer at a tuned trainer's rate")
     return p
 
 

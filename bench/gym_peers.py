@@ -11,6 +11,7 @@ without target networks, wider critics, policy delay 3) and the same buffer, ran
 the run's cost.  Needs the bench-only extra ``requirements/bench-gym.txt``.
 """
 import argparse
+import copy
 import json
 import time
 from typing import Any, Dict, List, Optional
@@ -18,6 +19,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from bench.gym import evaluate
+from bench.overrides import apply_override, parse_override
 
 STANDARD = {"buffer_size": 1_000_000, "learning_starts": 5000, "gamma": 0.99}
 SAC_STANDARD = {**STANDARD, "batch_size": 256, "learning_rate": 3e-4, "tau": 0.005, "train_freq": 1,
@@ -36,7 +38,9 @@ def summary_line(step: int, train_return: float, eval_return: Optional[float] = 
     return f"Step: {step}.{evaluated} Train return: {train_return:.3f}."
 
 
-def make_model(algo: str, env, seed: int, learning_starts: Optional[int]):
+def make_model(algo: str, env, seed: int, learning_starts: Optional[int], overrides=()):
+    """The peer's model with its standard settings, ``learning_starts`` and then each ``(path, value)`` of
+    ``overrides`` (``--set``, ``bench gym``'s ``--peer-set``) applied to the constructor's keywords."""
     try:
         if algo == "sb3_sac":
             from stable_baselines3 import SAC as Algo
@@ -52,6 +56,9 @@ def make_model(algo: str, env, seed: int, learning_starts: Optional[int]):
         raise SystemExit(f"{algo} needs the bench-only extra: pip install -r requirements/bench-gym.txt ({err})")
     if learning_starts is not None:
         kwargs["learning_starts"] = learning_starts
+    kwargs = copy.deepcopy(kwargs)  # SAC_STANDARD's nested dicts stay as they are
+    for path, value in overrides:
+        apply_override(kwargs, path, value)
     return Algo("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs), kwargs
 
 
@@ -66,6 +73,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--eval-seed", type=int, default=10_000)
     p.add_argument("--learning-starts", type=int, default=None)
     p.add_argument("--json", required=True)
+    p.add_argument("--set", dest="overrides", type=parse_override, action="append", default=[], metavar="KEY=VALUE",
+                   help="a constructor keyword of the peer, a YAML value (bench gym's --peer-set)")
     args = p.parse_args(argv)
 
     import gymnasium as gym
@@ -75,7 +84,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     torch.set_num_threads(1)
     env = Monitor(gym.make(args.env))
-    model, kwargs = make_model(args.algo, env, args.seed, args.learning_starts)
+    model, kwargs = make_model(args.algo, env, args.seed, args.learning_starts, args.overrides)
     evals: List[Dict[str, Any]] = []
     train_curve: List[List[float]] = []
     spent = {"wall": 0.0, "cpu": 0.0}
