@@ -27,6 +27,7 @@ def _register_our_trainers():
     # What mlagents-learn's start-up hook does for every run, for the tests that build trainers (which export
     # ONNX at checkpoints) without it; importing the package installs nothing (tests/test_patches.py).
     patches.install("onnx_export")
+    patches.install("deterministic_tanh")  # the exported deterministic actions of tanh-squashed policies
 
     for module in PLUGIN_MODULES:
         types, settings = importlib.import_module(module).get_type_and_setting()

@@ -94,10 +94,10 @@ def test_same_outputs_as_torch_policy(case, deterministic):
         if spec.action_spec.continuous_size:
             if not (deterministic and actor_kwargs["tanh_squash"]):
                 close(lp_b.continuous, lp_a.continuous)
-            else:  # both invert the unsquashed mean with atanh: NaN wherever |mean| >= 1, equal elsewhere
-                np.testing.assert_array_equal(np.isnan(lp_b.continuous), np.isnan(lp_a.continuous))
-                ok = ~np.isnan(lp_a.continuous)
-                close(lp_b.continuous[ok], lp_a.continuous[ok])
+            else:  # tanh(mean) (host/deterministic_tanh.py, installed by conftest): ML-Agents' log_prob inverts it
+                # with atanh, which loses precision as tanh nears 1; ours evaluates at the mean itself
+                ok = np.all(np.abs(b.action.continuous) < 0.99, axis=1)
+                np.testing.assert_allclose(lp_b.continuous[ok], lp_a.continuous[ok], rtol=1e-4, atol=1e-3)
         if spec.action_spec.discrete_size:
             close(lp_b.discrete, lp_a.discrete)
         assert set(b.outputs) == {"action", "env_action", "log_probs", "entropy"}
@@ -154,3 +154,30 @@ def test_no_autograd_graph_and_evaluate_is_the_same_path():
     via_act = lean.act(steps)
     np.testing.assert_array_equal(via_evaluate["action"].continuous, via_act["action"].continuous)
     assert not torch.is_grad_enabled() or all(p.grad is None for p in lean.actor.parameters())
+
+
+@pytest.mark.parametrize("patched", [True, False])
+def test_deterministic_tanh_actions_follow_the_patch(patched, monkeypatch):
+    """With ``deterministic_tanh`` (conftest installs it, as mlagents-learn's hook) a squashed policy's deterministic
+    action is ``tanh(mean)`` in both policies; switched off, ML-Agents' unsquashed mean, in both."""
+    from mlagents_plugins.host import deterministic_tanh, patches
+
+    if not patched:
+        monkeypatch.setenv("MLAGENTS_PLUGINS_UNSQUASHED_DETERMINISTIC", "1")
+    try:
+        assert patches.install("deterministic_tanh") is patched and deterministic_tanh.active() is patched
+        spec = behavior_spec(obs_shapes=((6,),), cont=3)
+        ref, lean = policies(spec, {"conditional_sigma": True, "tanh_squash": True}, deterministic=True)
+        with torch.no_grad():  # a mean well outside [-1, 1] on some rows, where the two actions part
+            for policy in (ref, lean):
+                policy.actor.action_model._continuous_distribution.mu.weight.mul_(40.0)
+        steps = decision_steps(spec, 9, np.random.default_rng(2), masks=True)
+        a, b = both_act(ref, lean, steps)
+        close(b.action.continuous, a.action.continuous)
+        encoding, _ = ref.actor.network_body([torch.as_tensor(o) for o in steps.obs])
+        mu = ref.actor.action_model._continuous_distribution.mu(encoding).detach().numpy()
+        assert np.abs(mu).max() > 2.0
+        close(b.action.continuous, np.tanh(mu) if patched else mu)
+    finally:
+        monkeypatch.delenv("MLAGENTS_PLUGINS_UNSQUASHED_DETERMINISTIC", raising=False)
+        patches.install("deterministic_tanh")  # as the session had it

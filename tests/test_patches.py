@@ -50,7 +50,7 @@ def patch_and_original(request):
     """A patch with its target put back to ML-Agents' original (each installer module keeps ``ORIGINAL``)."""
     patch = next(p for p in patches.PATCHES if p.name == request.param)
     owner, attr_name = _owner_and_attr(patch.target)
-    installed = owner.__dict__[attr_name]
+    installed = owner.__dict__.get(attr_name) or getattr(owner, attr_name)  # (an inherited method: the base's)
     if installed.__module__.startswith("mlagents_plugins"):
         original = importlib.import_module(patch.installer.split(":")[0]).ORIGINAL
         setattr(owner, attr_name, original)

@@ -34,6 +34,8 @@ from mlagents.trainers.torch_entities.distributions import EPSILON
 from mlagents.trainers.torch_entities.networks import SimpleActor
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 
+from mlagents_plugins.host import deterministic_tanh
+
 #: keys of the outputs dict of one acting call (``log_probs`` only with ``return_log_probs``)
 ACTING_OUTPUTS = ("action", "env_action", "log_probs", "entropy")
 
@@ -122,9 +124,12 @@ class LeanPolicy(TorchPolicy):
                 else:
                     log_sigma = mu * 0 + gauss.log_sigma
                 std = torch.exp(log_sigma)
-                if deterministic:  # ML-Agents' deterministic sample is the mean, unsquashed also with tanh
-                    cont = mu
-                    u = torch.atanh(mu) if gauss.tanh_squash else mu  # what its log_prob inverts
+                if deterministic:  # the distribution's deterministic_sample: the mean, squashed or not
+                    if gauss.tanh_squash and deterministic_tanh.active():
+                        cont, u = torch.tanh(mu), mu  # host/deterministic_tanh.py
+                    else:  # ML-Agents' own: the mean, unsquashed also with tanh
+                        cont = mu
+                        u = torch.atanh(mu) if gauss.tanh_squash else mu  # what its log_prob inverts
                 else:
                     u = mu + torch.randn_like(mu) * std
                     cont = torch.tanh(u) if gauss.tanh_squash else u

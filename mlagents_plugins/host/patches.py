@@ -112,6 +112,15 @@ PATCHES: Tuple[HostPatch, ...] = (
         opt_out="MLAGENTS_PLUGINS_STATUS_JSON_ORIGINAL",
     ),
     HostPatch(
+        name="deterministic_tanh",
+        target="mlagents.trainers.torch_entities.distributions.TanhGaussianDistInstance.deterministic_sample",
+        why="a tanh-squashed Gaussian (sac's policy) gives its unsquashed mean as the deterministic action, so "
+        "Unity's deterministic inference and --deterministic act harder than the policy learned (clipped to [-1, 1]); "
+        "the replacement gives tanh(mean)",
+        installer="mlagents_plugins.host.deterministic_tanh:install_deterministic_tanh",
+        opt_out="MLAGENTS_PLUGINS_UNSQUASHED_DETERMINISTIC",
+    ),
+    HostPatch(
         name="trainer_thread_crash",
         target="mlagents.trainers.trainer_controller.TrainerController.start_learning",
         why="an exception in a threaded: true trainer ends only its thread and the run hangs on the full trajectory "

@@ -274,9 +274,9 @@ def test_onnx_matches_pytorch_step_by_step_over_50_steps(task, tmp_path):
     obs = rng.uniform(-1, 1, size=(50, 1)).astype(np.float32)
     mask_width = int(sum(task.branches * (2,)))
     masks = np.ones((1, max(mask_width, 1)), np.float32)
-    # ML-Agents' deterministic continuous action is the Gaussian's mean (not squashed), also in the built-ins
+    # the deterministic continuous action of the squashed Gaussian: tanh(mean) (host/deterministic_tanh.py)
     walk = check_recurrent_onnx_over_sequence(policy, path, [obs], masks,
-                                              mean_to_action=(lambda mu: mu) if task.continuous else None)
+                                              mean_to_action=torch.tanh if task.continuous else None)
     assert np.abs(walk.memories).max() > 0
 
 

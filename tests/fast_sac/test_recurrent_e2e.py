@@ -68,7 +68,7 @@ def test_recurrent_train_kill_9_resume_export(tmp_path, builds):
     policy.actor.load_state_dict(state["Policy"])
     assert "Optimizer:critic_memory_body" in state
     obs = np.random.default_rng(0).uniform(-1, 1, (50, 8)).astype(np.float32)
-    # a squashed Gaussian: ML-Agents exports its mean as the deterministic action
+    # a squashed Gaussian: its deterministic action is tanh(mean) (host/deterministic_tanh.py, in mlagents-learn)
     walk = check_recurrent_onnx_over_sequence(policy, str(run / "Balance.onnx"), [obs], np.ones((1, 1), np.float32),
-                                              mean_to_action=lambda mu: mu)
+                                              mean_to_action=torch.tanh)
     assert np.abs(walk.memories).max() > 0
