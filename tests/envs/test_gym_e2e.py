@@ -64,7 +64,9 @@ def test_halfcheetah_config_trains_exports_matching_onnx_and_resumes(tmp_path):
     assert "gym env HalfCheetah-v5, seed 3, 1 area(s), 1 agents" in log
 
     spec = BehaviorSpec([vector_observation(17)], ActionSpec(6, ()))
-    policy = TorchPolicy(0, spec, NetworkSettings(hidden_units=256, num_layers=2, normalize=False), SimpleActor,
+    with open(CONFIG) as f:  # the config's network (configs/gym's fast_sac normalizes its observations)
+        (net,) = [b["network_settings"] for b in yaml.safe_load(f)["behaviors"].values()]
+    policy = TorchPolicy(0, spec, NetworkSettings(hidden_units=256, num_layers=2, normalize=net["normalize"]), SimpleActor,
                          {"conditional_sigma": True, "tanh_squash": True})
     state = torch.load(str(run / "HalfCheetah" / "checkpoint.pt"), map_location="cpu")
     policy.actor.load_state_dict(state["Policy"])
