@@ -266,7 +266,9 @@ def test_a_short_real_run_of_built_in_sac_accounts_for_every_cpu_second(tmp_path
 
     from bench.learn import write_builds
 
-    args = profiling.parse_args(["--steps", "400", "--summary-freq", "200", "--set", "buffer_init_steps=100",
+    # 800 steps: at 400 the 2 ms sampler missed the short intake phase once on a loaded core (a fresh-clone CI beside
+    # another job, 2026-12-01)
+    args = profiling.parse_args(["--steps", "800", "--summary-freq", "400", "--set", "buffer_init_steps=100",
                                  "--interval-s", "0.002", "--stacks", "3"])
     builds = write_builds()
     try:
@@ -276,7 +278,7 @@ def test_a_short_real_run_of_built_in_sac_accounts_for_every_cpu_second(tmp_path
 
         shutil.rmtree(builds, ignore_errors=True)
     assert rec["error"] is None, rec["error"]
-    assert rec["steps"] >= 400
+    assert rec["steps"] >= 800
     cols = rec["phases"]
     for phase in ("env", "host", "inference", "intake", "update", "startup", "save"):
         assert cols[phase] > 0.0, (phase, cols)
