@@ -11,7 +11,6 @@ from typing import Dict, List, Optional, Tuple, cast
 
 import attr
 from mlagents.torch_utils import default_device, torch
-from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.optimizer.torch_optimizer import TorchOptimizer
 from mlagents.trainers.policy.torch_policy import TorchPolicy
 from mlagents.trainers.settings import TrainerSettings
@@ -35,11 +34,6 @@ class FastSACOptimizer(TorchOptimizer):
         self.gammas = [self.reward_signals[n].gamma for n in self.stream_names]
         self.use_done = [0.0 if self.reward_signals[n].ignore_done else 1.0 for n in self.stream_names]
         critic_settings = policy.network_settings
-        if hp.critic_value_bins and self.branches:
-            raise TrainerConfigError(
-                f"fast_sac: critic_value_bins: {hp.critic_value_bins} needs continuous-only actions, but the behavior "
-                f"has discrete branches {self.branches}; allowed with them: 0 (scalar critics)"
-            )
         actor_update_every = hp.resolved_actor_update_every()
         if hp.critic_hidden_units is not None:
             critic_settings = attr.evolve(critic_settings, hidden_units=int(hp.critic_hidden_units))

@@ -79,7 +79,7 @@ class FastSACSettings(SACHeadSettings):
     # sequences start deep into long episodes and the stored memories grow stale as the policy changes; each step
     # costs as much compute as a trained one.  Refused without memory.  (docs/fast_sac.md "Recurrent policies")
     burn_in: int = attr.ib(default=0, validator=non_negative_int)
-    # Binned critics (issue #56; docs/fast_sac.md "Binned critics"): each critic outputs this many logits of a
+    # Binned critics (issue #56; docs/fast_sac_critic_bins.md): each critic outputs this many logits of a
     # categorical distribution over values equally spaced in symlog space (sign(x) log(1 + |x|)) from -10 to 10
     # (|Q| up to about 22,000 in the rewards' units), its Q the distribution's mean mapped back, and learns by
     # cross-entropy against a normal of 0.75 bins' width around the TD target (HL-Gauss, Farebrother et al. 2024;

@@ -19,6 +19,7 @@ fused Swish, and for vector observations the forward passes and losses run throu
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from mlagents.torch_utils import nn, torch
+from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
@@ -130,6 +131,11 @@ class SACHead:
         self.value_bins = int(value_bins)
         self.action_spec = action_spec
         self.branches = list(action_spec.discrete_branches)
+        if self.value_bins and self.branches:  # fast_sac's feed-forward and recurrent optimizers alike
+            raise TrainerConfigError(
+                f"fast_sac: critic_value_bins: {self.value_bins} needs continuous-only actions, but the behavior "
+                f"has discrete branches {self.branches}; allowed with them: 0 (scalar critics)"
+            )
         self.matmul_kernels = MatmulKernelChooser(device, hp.fast_cpu_matmul)
         self.q_net = TwinQ(
             list(stream_names),

@@ -661,7 +661,7 @@ def sac_losses(
 
     Shapes and the callables' outputs are checked; an error names the field or the callable at fault.
     """
-    b, s, a = _check_inputs(nets, batch, settings)
+    b, s, _ = _check_inputs(nets, batch, settings)
     branches = settings.branches
     alpha_c = nets.log_alpha_cont.detach().exp()
     alpha_d = nets.log_alpha_disc.detach().exp()

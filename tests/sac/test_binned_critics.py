@@ -200,6 +200,11 @@ def test_the_setting_gives_every_critic_head_its_bins_and_trains(tmp_path):
 def test_discrete_actions_are_refused_naming_the_field(tmp_path):
     with pytest.raises(TrainerConfigError, match="critic_value_bins: 21 needs continuous-only actions"):
         make_trainer(behavior_spec(((5,),), cont=1, branches=(2,)), tmp_path, critic_value_bins=21)
+    # a recurrent fast_sac (its own optimizer, the same SAC head) refuses them at start-up too
+    from tests.fast_sac.test_recurrent import _settings, _trainer
+
+    with pytest.raises(TrainerConfigError, match="critic_value_bins: 21 needs continuous-only actions"):
+        _trainer(behavior_spec(((5,),), cont=1, branches=(2,)), tmp_path / "rnn", _settings(critic_value_bins=21))
 
 
 @pytest.mark.parametrize("value", [1, -3, 2.5, True, "many"])
