@@ -46,7 +46,11 @@ CONFIG_DIR = os.path.join(REPO, "configs", "gym")
 ML_TRAINERS = ("fast_sac", "fast_sac_crossq", "fast_sac_bf16", "fast_sac_fp32", "taac", "muzero_repr", "sac")
 PEERS = ("sb3_sac", "sb3_crossq")
 ALL_TRAINERS = ML_TRAINERS + PEERS
+#: the tuning tasks (settings are chosen on them; the default of ``--tasks``) and the validation tasks (reported on,
+#: never tuned on): ``--tasks tuning`` / ``--tasks validation`` name each set
 TASKS = ("HalfCheetah-v5", "Hopper-v5")
+VALIDATION_TASKS = ("Walker2d-v5", "Ant-v5")
+TASK_SETS = {"tuning": TASKS, "validation": VALIDATION_TASKS}
 EVAL_SEED_OFFSET = 10_000
 LEARN_TIMEOUT_S = 6 * 3600
 #: the peer's program: a fresh interpreter calling bench.gym_peers.main with the arguments after ``-c``
@@ -61,6 +65,10 @@ ANCHORS: Dict[Tuple[str, int], Dict[str, Any]] = {
     ("HalfCheetah", 300_000): {"SAC": (8593, 964), "CrossQ": (10012, 1112), "MR.Q": 10835, "SimbaV2": 9892},
     ("Hopper", 100_000): {"SAC": (1103, 368), "CrossQ": (2764, 781), "MR.Q": 2249, "SimbaV2": 2821},
     ("Hopper", 300_000): {"SAC": (2160, 981), "CrossQ": (2644, 886), "MR.Q": 2469, "SimbaV2": 3502},
+    ("Walker2d", 100_000): {"SAC": (690, 241), "CrossQ": (3914, 1641), "MR.Q": 3127, "SimbaV2": 3023},
+    ("Walker2d", 300_000): {"SAC": (2470, 1571), "CrossQ": (5941, 483), "MR.Q": 4509, "SimbaV2": 5499},
+    ("Ant", 100_000): {"SAC": (747, 501), "CrossQ": (2299, 1278), "MR.Q": 2801, "SimbaV2": 3881},
+    ("Ant", 300_000): {"SAC": (3532, 1561), "CrossQ": (5712, 722), "MR.Q": 4674, "SimbaV2": 6200},
 }
 CONSOLE_LINE = re.compile(r"\b(?P<behavior>\w+)\. Step: (?P<step>\d+)\. Time Elapsed: (?P<secs>[0-9.]+) s\. "
                           r"Mean Reward: (?P<reward>-?(?:nan|inf|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?))\.")
@@ -967,6 +975,19 @@ def _csv(kind: str, allowed: Optional[Sequence[str]] = None):
     return parse
 
 
+def _tasks(text: str) -> List[str]:
+    """``--tasks``: Gymnasium ids and the set names of ``TASK_SETS`` (expanded in place), comma-separated."""
+    items = [t.strip() for t in text.replace(" ", ",").split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"--tasks {text!r}: one or more Gymnasium ids, or {' / '.join(TASK_SETS)}")
+    tasks: List[str] = []
+    for item in items:
+        for task in TASK_SETS.get(item, (item,)):
+            if task not in tasks:
+                tasks.append(task)
+    return tasks
+
+
 def _seeds(text: str) -> List[int]:
     try:
         seeds = [int(t) for t in text.replace(" ", ",").split(",") if t.strip()]
@@ -1014,8 +1035,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=_seeds, default=[0, 1, 2], help="comma-separated seeds (default 0,1,2)")
     p.add_argument("--trainers", type=_csv("trainer", ALL_TRAINERS), default=list(ALL_TRAINERS),
                    help=f"comma-separated, from {', '.join(ALL_TRAINERS)} (default all)")
-    p.add_argument("--tasks", type=_csv("task"), default=list(TASKS),
-                   help=f"comma-separated Gymnasium ids with configs/gym/<trainer>_<task>.yaml (default {','.join(TASKS)})")
+    p.add_argument("--tasks", type=_tasks, default=list(TASKS),
+                   help="comma-separated Gymnasium ids with configs/gym/<trainer>_<task>.yaml, or a set: 'tuning' ("
+                        + ",".join(TASKS) + ", the default), 'validation' (" + ",".join(VALIDATION_TASKS) + ")")
     p.add_argument("--jobs", type=number("--jobs", int, low=1), default=1, help="runs at a time (one thread each)")
     p.add_argument("--eval-every", type=number("--eval-every", int, low=1), default=10_000,
                    help="env steps between evaluations (= checkpoint_interval)")

@@ -124,9 +124,32 @@ def test_bad_options_are_refused_clearly(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_task_sets_expand_in_place_and_the_validation_set_is_not_tuned_on():
+    parse = bench_gym.build_parser().parse_args
+    assert parse([]).tasks == ["HalfCheetah-v5", "Hopper-v5"]
+    assert parse(["--tasks", "validation"]).tasks == ["Walker2d-v5", "Ant-v5"]
+    assert parse(["--tasks", "Ant-v5,tuning,Ant-v5"]).tasks == ["Ant-v5", "HalfCheetah-v5", "Hopper-v5"]
+    assert not set(bench_gym.TASKS) & set(bench_gym.VALIDATION_TASKS)
+    for task in bench_gym.TASKS + bench_gym.VALIDATION_TASKS:  # every task has its published anchors
+        assert {"SAC", "CrossQ", "MR.Q"} <= set(bench_gym.ANCHORS[(task.split("-")[0], 100_000)]), task
+
+
+def test_validation_configs_are_the_tuning_configs_with_the_task_renamed():
+    import yaml
+
+    for trainer in bench_gym.ML_TRAINERS:
+        with open(bench_gym.config_path(trainer, "Hopper-v5")) as f:
+            (hopper,) = yaml.safe_load(f)["behaviors"].values()
+        for task in bench_gym.VALIDATION_TASKS:
+            with open(bench_gym.config_path(trainer, task)) as f:
+                behaviors = yaml.safe_load(f)["behaviors"]
+            assert list(behaviors) == [task.split("-")[0]], (trainer, task)  # the build's behavior name
+            assert behaviors[task.split("-")[0]] == hopper, (trainer, task)
+
+
 def test_every_trainer_has_a_config_for_every_task():
     for trainer in bench_gym.ML_TRAINERS:
-        for task in bench_gym.TASKS:
+        for task in bench_gym.TASKS + bench_gym.VALIDATION_TASKS:
             assert os.path.isfile(bench_gym.config_path(trainer, task)), (trainer, task)
 
 
@@ -135,7 +158,7 @@ def test_each_config_trains_its_rows_trainer_and_the_crossq_preset_is_fast_sac_w
 
     for trainer in bench_gym.ML_TRAINERS:
         assert bench_gym.ORIGIN[trainer] in ("ours", "builtin"), trainer
-        for task in bench_gym.TASKS:
+        for task in bench_gym.TASKS + bench_gym.VALIDATION_TASKS:
             with open(bench_gym.config_path(trainer, task)) as f:
                 (behavior,) = yaml.safe_load(f)["behaviors"].values()
             expected = "fast_sac" if trainer.startswith("fast_sac") else trainer
