@@ -2,15 +2,18 @@
 # Issue 56: fast_sac's two deviations from the paper on continuous actions, one at a time, on HalfCheetah-v5 at 100k
 # with configs/gym's fast_sac (lr 1e-3, normalize) and tanh(mean) evaluation: the config as is, n_step 1 (standard
 # one-step targets; default 2), critic_layer_norm false (the paper's plain critics; default on at 256 units).
-# One lane per seed (`heavy --cores 1 -- lanes.sh SEED`), each config its own records folder; after every run its
+# One lane per seed (`heavy --cores 1 -- lanes.sh SEED [CONFIG ...]`, all three configs unless named), each config its
+# own records folder; after every run its
 # runs.jsonl is copied here as s<SEED>-<config>.jsonl. Rerunnable: --continue skips what a folder holds.
-SEED=$1
+SEED=$1; shift
+WANT=${*:-config nstep1 nolayernorm}
 PY=${PY:-/work/main/.venv/bin/python}
 STUDY=${STUDY:-/work/main/bench/results/fast-sac-hc-deviations-2026-12-02}
 cd /work/main
 B="$PY -m bench gym --steps 100000 --jobs 1 --continue --progress-every 600 --tasks HalfCheetah-v5 --trainers fast_sac --seeds $SEED"
 run() {
   name=$1; shift
+  case " $WANT " in *" $name "*) ;; *) return 0 ;; esac
   OUT=/work/runs/dev-s$SEED-$name; mkdir -p $OUT
   [ -f $OUT/runs.jsonl ] || { [ -f $STUDY/s$SEED-$name.jsonl ] && cp $STUDY/s$SEED-$name.jsonl $OUT/runs.jsonl; }
   $B "$@" --out $OUT; rc=$?
