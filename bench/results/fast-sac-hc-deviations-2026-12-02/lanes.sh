@@ -3,8 +3,7 @@
 # with configs/gym's fast_sac (lr 1e-3, normalize) and tanh(mean) evaluation: the config as is, n_step 1 (standard
 # one-step targets; default 2), critic_layer_norm false (the paper's plain critics; default on at 256 units).
 # One lane per seed (`heavy --cores 1 -- lanes.sh SEED [CONFIG ...]`, all three configs unless named), each config its
-# own records folder; after every run its
-# runs.jsonl is copied here as s<SEED>-<config>.jsonl. Rerunnable: --continue skips what a folder holds.
+# own records folder; after every run its runs.jsonl is copied here as s<SEED>-<config>.jsonl. Rerunnable: --continue skips what a folder holds.
 SEED=$1; shift
 WANT=${*:-config nstep1 nolayernorm}
 PY=${PY:-/work/main/.venv/bin/python}

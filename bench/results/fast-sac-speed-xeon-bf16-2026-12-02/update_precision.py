@@ -1,7 +1,7 @@
 """fast_sac's update alone at MuJoCo sizes (2x256, batch 256, one thread), update_precision fp32 against bf16, in one
 process: both trainers built first (compiled, warmed), then timed in alternating blocks by the thread's CPU time, so
-the machine's drift falls on both alike.  Issue 55, on the AMX Xeon.  Run from the repository root:
-    PYTHONPATH=. python bench/results/fast-sac-speed-amx-2026-12-02/update_precision.py [--blocks 6] [--updates 100]
+the machine's drift falls on both alike.  Issue 55, on the Intel Xeon listing avx512_bf16 without AMX.  Run from the repository root:
+    PYTHONPATH=. python bench/results/fast-sac-speed-xeon-bf16-2026-12-02/update_precision.py [--blocks 6] [--updates 100]
 First the hidden layer's product alone (torch.mm, 256 rows by 256x256, both dtypes, alternating blocks), then the
 updates.  Prints one JSON object: per precision the microseconds per product and milliseconds per update of each block,
 and the medians' ratios."""
