@@ -1,7 +1,8 @@
 """Shared timing code of the update benchmark (``python -m bench speed update``, ``bench/speed/update.py``).
 
-* ``time_interleaved``: ms per call of several update functions, measured in interleaved blocks so that a
-  busy shared machine slows every variant alike and their ratio stays comparable.
+* ``time_interleaved`` (``mlagents_plugins.common.timing``, which ``update_precision: auto`` uses at start-up too):
+  ms per call of several update functions, measured in interleaved blocks so that a busy shared machine slows every
+  variant alike and their ratio stays comparable.
 * ``balance_spec`` / ``synthetic_trajectory``: the stand-in "balance" scene's observation and action sizes
   and random trajectories of that shape, to fill a trainer's buffer without running an environment.
 * ``trainer_settings`` / ``make_trainer``: one of our trainers (or a built-in) exactly as ``mlagents-learn``
@@ -13,39 +14,14 @@
 import copy
 import json
 import os
-import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from mlagents_plugins.common.timing import time_interleaved  # noqa: F401  (moved to the package; the bench's name)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCENE = "balance"
-
-
-def time_interleaved(steps: Dict[str, Callable[[], None]], updates: int, warmup: int = 10,
-                     blocks: int = 5, clock: Optional[Callable[[], float]] = None) -> Dict[str, float]:
-    """Median over ``blocks`` blocks of the ms per call of each step function, blocks interleaved A B C A B C.
-
-    ``updates`` calls per variant are timed in all (at least one per block); ``warmup`` untimed calls first
-    (allocator, autograd graph caches, first-touch of the replay arrays).  ``clock``: wall seconds
-    (``time.perf_counter``) by default; ``time.thread_time`` counts the calling thread's CPU seconds only
-    (single-threaded torch on a shared machine).
-    """
-    clock = clock or time.perf_counter
-    if updates < 1 or blocks < 1 or warmup < 0:
-        raise ValueError(f"need updates >= 1, blocks >= 1, warmup >= 0; got {updates}, {blocks}, {warmup}")
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    per_block = max(1, updates // blocks)
-    ms: Dict[str, List[float]] = {k: [] for k in steps}
-    for _ in range(blocks):
-        for name, step in steps.items():
-            t0 = clock()
-            for _ in range(per_block):
-                step()
-            ms[name].append((clock() - t0) / per_block * 1000.0)
-    return {k: float(np.median(v)) for k, v in ms.items()}
 
 
 def print_result(result: Dict[str, object], as_json: bool, width: int = 40) -> None:

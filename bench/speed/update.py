@@ -36,6 +36,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 import warnings
 from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional
@@ -214,11 +215,11 @@ def updates_within(steps: Dict[str, Callable[[], None]], updates: int, warmup: i
                    blocks: int = 5) -> int:
     """Run ``warmup`` calls of every step (untimed for the result) and return how many timed calls per variant
     fit in ``budget_s`` at the warm-up pace: ``updates`` or fewer, never fewer than ``blocks``."""
-    t0 = common.time.perf_counter()
+    t0 = time.perf_counter()
     for step in steps.values():
         for _ in range(max(1, warmup)):
             step()
-    per_round = (common.time.perf_counter() - t0) / max(1, warmup)
+    per_round = (time.perf_counter() - t0) / max(1, warmup)
     return int(min(updates, max(blocks, budget_s // max(per_round, 1e-9))))
 
 

@@ -15,21 +15,37 @@ plain MLP Unity runs.
 
 Measured on a 2-core AMD EPYC with AVX-512 BF16 (bench/results/fast-sac-bf16-probe-2026-11-30): fast_sac's update
 at 2x256 0.74-0.75x its fp32 time.  Where the CPU lacks both, oneDNN emulates bf16 at about 5x fp32's time (an
-Intel Cascade Lake), so ``auto`` switches only where ``native_bf16_matmul()`` finds the hardware.
+Intel Cascade Lake); and a CPU listing the flag need not gain (an Intel Xeon VM with ``avx512_bf16`` and no AMX:
+the product 1.79x fp32's time, bench/results/fast-sac-speed-xeon-bf16-2026-12-02).  So ``auto`` switches only where
+``native_bf16_matmul()`` finds the hardware *and* ``bf16_is_faster()`` measures a 256x256 layer faster in bf16.
 """
 import contextlib
-from typing import Iterator
+import functools
+import time
+from typing import Dict, Iterator
 
 from mlagents.torch_utils import nn, torch
+from mlagents_envs.logging_util import get_logger
 
 # one cached reader of /proc/cpuinfo for the package; the private name is what tests replace
 from mlagents_plugins.common.cpu_info import cpu_flags as _cpu_flags
+from mlagents_plugins.common.timing import time_interleaved
+
+logger = get_logger(__name__)
 
 #: A linear layer switches only with at least this many inputs and outputs (the hidden layers of 256+ units).  Below,
 #: casting the operands costs more than the bf16 product saves: one 128x128 layer's forward and backward on 128 rows
 #: took 1.29x its fp32 CPU, 256x256 on 128-512 rows 0.55-0.81x (AVX-512 BF16 EPYC,
 #: bench/results/fast-sac-bf16-2026-11-30, threshold section).
 MIN_FEATURES = 256
+
+#: ``auto`` takes bf16 only where a 256x256 layer's forward and backward costs at most this fraction of its fp32 CPU
+#: time.  Measured: 0.68x on an AVX-512 BF16 EPYC (a gain), 1.79x on the Xeon VM above (a loss); the margin keeps a
+#: near tie, where timing noise would decide, on fp32.
+BF16_FASTER_BELOW = 0.9
+#: The probe's layer: the 256x256 hidden layer of a 2x256 network on a batch of 256, the shape of fast_sac's update
+PROBE_FEATURES = 256
+PROBE_ROWS = 256
 
 _ACTIVE = False  # True only inside ``bf16_products(True)``; read by ``Bf16Linear.forward`` (and guarded by Dynamo)
 
@@ -80,3 +96,45 @@ def native_bf16_matmul(device: torch.device) -> bool:
     if torch.device(device).type != "cpu":
         return False
     return bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"})
+
+
+def probe_layer_times(features: int = PROBE_FEATURES, rows: int = PROBE_ROWS, calls: int = 40) -> Dict[str, float]:
+    """CPU ms of one ``features`` x ``features`` layer's forward and backward on ``rows`` rows, as ``Bf16Linear``
+    computes it in fp32 and with bf16 products: ``{"fp32": ms, "bf16": ms}``, interleaved blocks (``time_interleaved``)
+    on the process's CPU clock, at the thread count torch uses now.  About 0.1 s at the defaults."""
+    generator = torch.Generator().manual_seed(0)
+    layer = nn.Linear(features, features)
+    layer.__class__ = Bf16Linear
+    data = torch.randn(rows, features, generator=generator).requires_grad_(True)
+    grad_out = torch.randn(rows, features, generator=generator)
+
+    def step(bf16: bool) -> None:
+        layer.weight.grad = layer.bias.grad = data.grad = None
+        with bf16_products(bf16):
+            layer(data).backward(grad_out)
+
+    return time_interleaved({"fp32": lambda: step(False), "bf16": lambda: step(True)}, updates=calls,
+                            warmup=3, blocks=5, clock=time.process_time)
+
+
+@functools.lru_cache(maxsize=None)
+def _bf16_is_faster(threads: int) -> bool:
+    ms = probe_layer_times()
+    faster = ms["bf16"] <= BF16_FASTER_BELOW * ms["fp32"]
+    logger.info(f"update_precision auto: a {PROBE_FEATURES}x{PROBE_FEATURES} layer's forward and backward on "
+                f"{PROBE_ROWS} rows took {ms['bf16']:.3f} ms with bf16 products against {ms['fp32']:.3f} ms in fp32 "
+                f"({ms['bf16'] / max(ms['fp32'], 1e-9):.2f}x, {threads} thread(s)): the update multiplies "
+                f"{'bf16' if faster else 'fp32'} (bf16 only at or below {BF16_FASTER_BELOW}x)")
+    return faster
+
+
+def bf16_is_faster() -> bool:
+    """Whether bf16 products beat fp32 on this CPU by ``BF16_FASTER_BELOW``, measured once per process and thread
+    count (``probe_layer_times``, logged), so every network of a run decides alike."""
+    return _bf16_is_faster(torch.get_num_threads())
+
+
+def auto_bf16(device: torch.device) -> bool:
+    """``update_precision: auto`` on ``device``: bf16 where the CPU has the hardware (``native_bf16_matmul``) and
+    it measures faster there (``bf16_is_faster``); fp32 elsewhere, without timing anything."""
+    return native_bf16_matmul(device) and bf16_is_faster()

@@ -5,7 +5,7 @@ from typing import Any, ClassVar, Optional, Sequence, Tuple
 import attr
 
 from mlagents_plugins.common import settings_conversion
-from mlagents_plugins.common.bf16_matmul import native_bf16_matmul
+from mlagents_plugins.common.bf16_matmul import auto_bf16
 from mlagents_plugins.common.image_augment import automatic_shift_pad
 from mlagents_plugins.common.network_recipe import MLAGENTS, SWISH, NetworkRecipe
 from mlagents_plugins.common.validators import (
@@ -99,8 +99,9 @@ class FastSACSettings(SACHeadSettings):
     # The products of the hidden layers (256+ inputs and outputs) of the actor and both critics during a gradient
     # update: "fp32", or "bf16" (operands and each product rounded to bf16, accumulated in fp32; biases, parameters,
     # Adam, acting and the ONNX export stay fp32), or "auto" (bf16 where the CPU multiplies bf16 in hardware:
-    # AVX-512 BF16 or AMX; fp32 elsewhere, where oneDNN would emulate it at about 5x fp32's time, and with
-    # critic_batch_renorm, whose critics bf16 hurt).  null = auto.
+    # AVX-512 BF16 or AMX, and a 256x256 layer timed at start-up runs at most 0.9x fp32's CPU in bf16; fp32
+    # elsewhere, where oneDNN would emulate it at about 5x fp32's time, and with critic_batch_renorm, whose
+    # critics bf16 hurt).  null = auto.
     update_precision: Optional[str] = attr.ib(
         default=None, validator=attr.validators.optional(one_of(*UPDATE_PRECISIONS)))
 
@@ -157,7 +158,7 @@ class FastSACSettings(SACHeadSettings):
         if precision == "auto":
             # validated with SAC's critics only; with CrossQ's batch-renormalized critics a HalfCheetah-v5 run fell
             # from fp32's 7000 to 2141 at 100k (seed 0, bench/results/mujoco-table-2026-11-30/CONTINUE.md)
-            return native_bf16_matmul(device) and not self.critic_batch_renorm
+            return not self.critic_batch_renorm and auto_bf16(device)
         return precision == "bf16"
 
     def network_recipe(self) -> NetworkRecipe:

@@ -3,6 +3,7 @@ as the trainer it is compared with (layers, backward passes, the algorithm's tar
 the replay memory of mlagents-learn runs."""
 import itertools
 import json
+import time
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ def test_time_interleaved_is_median_of_interleaved_blocks(monkeypatch):
             clock["now"] += next(costs[name])
         return step
 
-    monkeypatch.setattr(speed.time, "perf_counter", lambda: clock["now"])
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
     ms = speed.time_interleaved({"A": make("A"), "B": make("B")}, updates=20, warmup=0, blocks=5)
     assert ms == {"A": pytest.approx(2.0), "B": pytest.approx(5.0)}
     assert calls == (["A"] * 4 + ["B"] * 4) * 5  # blocks interleaved A B A B ...
@@ -50,7 +51,7 @@ def test_time_interleaved_warms_up_and_rejects_bad_counts():
 
 def test_updates_within_budget_uses_the_warmup_pace(monkeypatch):
     clock = {"now": 0.0}
-    monkeypatch.setattr(speed.time, "perf_counter", lambda: clock["now"])
+    monkeypatch.setattr(time, "perf_counter", lambda: clock["now"])
 
     def slow():
         clock["now"] += 0.5  # 0.5 s per call: 2 calls fit a 1-second budget, but never fewer than 5 blocks

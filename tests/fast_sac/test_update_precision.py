@@ -66,6 +66,7 @@ def test_scope_nests_and_restores_after_an_error():
 
 def test_settings_resolve_and_refuse(monkeypatch):
     assert FastSACSettings().update_precision is None
+    monkeypatch.setattr(bf16_matmul, "bf16_is_faster", lambda: True)  # the timed probe: see the tests below
     monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512bw"})  # no bf16 hardware
     assert not FastSACSettings().update_bf16("cpu")  # null is auto: fp32 here
     assert FastSACSettings(update_precision="bf16").update_bf16("cpu")
@@ -81,9 +82,78 @@ def test_settings_resolve_and_refuse(monkeypatch):
     assert not native_bf16_matmul("cpu")
     monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"amx_bf16", "amx_tile"})
     assert native_bf16_matmul("cpu")
+    monkeypatch.setattr(bf16_matmul, "bf16_is_faster", lambda: False)  # the flag, but bf16 measured slower
+    assert not FastSACSettings().update_bf16("cpu")
+    assert FastSACSettings(update_precision="bf16").update_bf16("cpu")  # an explicit bf16 is not second-guessed
     for value in ("bfloat16", True, "fp16"):
         with pytest.raises(TrainerConfigError, match="update_precision = .*'fp32' or 'bf16' or 'auto'"):
             FastSACSettings(update_precision=value)
+
+
+@pytest.fixture
+def fresh_probe():
+    bf16_matmul._bf16_is_faster.cache_clear()
+    yield
+    bf16_matmul._bf16_is_faster.cache_clear()
+
+
+@pytest.mark.parametrize("fp32_ms, bf16_ms, expected", [
+    (1.0, 0.48, True),  # the AVX-512 BF16 EPYCs
+    (1.0, 0.9, True),  # at the margin
+    (1.0, 0.95, False),  # a near tie stays fp32
+    (0.8, 1.43, False),  # the Xeon VM listing avx512_bf16: the product at 1.79x fp32's time
+    (2.0, 1.7, True),  # a ratio, not a difference: 0.85x of a slower fp32
+])
+def test_auto_takes_bf16_only_where_the_timed_layer_is_faster(monkeypatch, fresh_probe, fp32_ms, bf16_ms, expected):
+    calls = []
+    monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: calls.append(1) or {"fp32": fp32_ms, "bf16": bf16_ms})
+    assert FastSACSettings().update_bf16("cpu") is expected
+    assert FastSACSettings(update_precision="auto").update_bf16("cpu") is expected
+    assert len(calls) == 1  # measured once: every network of a run decides alike
+
+
+def test_auto_times_nothing_without_the_hardware_or_with_batch_renorm(monkeypatch, fresh_probe):
+    def probe():
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(bf16_matmul, "probe_layer_times", probe)
+    monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx2", "avx512f"})
+    assert not FastSACSettings().update_bf16("cpu")
+    assert not FastSACSettings().update_bf16("cuda")
+    monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512_bf16"})
+    assert not FastSACSettings(critic_batch_renorm=True).update_bf16("cpu")
+    assert not FastSACSettings(update_precision="fp32").update_bf16("cpu")
+
+
+def test_probe_is_per_thread_count_and_logged(monkeypatch, fresh_probe, caplog):
+    times = iter([{"fp32": 1.0, "bf16": 0.5}, {"fp32": 1.0, "bf16": 1.2}])
+    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: next(times))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with caplog.at_level("INFO", logger=bf16_matmul.__name__):
+            assert bf16_matmul.bf16_is_faster() and bf16_matmul.bf16_is_faster()
+        assert "0.500 ms with bf16 products against 1.000 ms in fp32 (0.50x, 1 thread(s))" in caplog.text
+        torch.set_num_threads(2)
+        assert not bf16_matmul.bf16_is_faster()  # another thread count: measured again
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_probe_times_both_products_of_one_layer(monkeypatch):
+    seen = []
+    real = bf16_matmul.Bf16Linear.forward
+
+    def forward(self, data):
+        seen.append((bf16_matmul._ACTIVE, tuple(self.weight.shape), tuple(data.shape)))
+        return real(self, data)
+
+    monkeypatch.setattr(bf16_matmul.Bf16Linear, "forward", forward)
+    ms = bf16_matmul.probe_layer_times(features=32, rows=8, calls=5)
+    assert set(ms) == {"fp32", "bf16"} and all(v >= 0 for v in ms.values())
+    assert {s[0] for s in seen} == {False, True} and {s[1:] for s in seen} == {((32, 32), (8, 32))}
+    assert not bf16_matmul._ACTIVE
 
 
 def _filled(tmp_path, precision: str, seed: int = 0):
