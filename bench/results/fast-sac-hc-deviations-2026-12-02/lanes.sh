@@ -4,11 +4,12 @@
 # one-step targets; default 2), critic_layer_norm false (the paper's plain critics; default on at 256 units).
 # One lane per seed (`heavy --cores 1 -- lanes.sh SEED [CONFIG ...]`, all three configs unless named), each config its
 # own records folder; after every run its runs.jsonl is copied here as s<SEED>-<config>.jsonl (HalfCheetah-v5) or
-# <task>-s<SEED>-<config>.jsonl (TASK=Hopper-v5 ...). Rerunnable: --continue skips what a folder holds.
+# <task>-s<SEED>-<config>.jsonl (TASK=Hopper-v5 ...), prefixed <LABEL>- with LABEL set. Rerunnable: --continue skips what a folder holds.
 SEED=$1; shift
 WANT=${*:-config nolayernorm nstep1}
 TASK=${TASK:-HalfCheetah-v5}
 case $TASK in HalfCheetah-v5) PFX= ;; *) PFX=$(echo ${TASK%-v*} | tr A-Z a-z)- ;; esac
+PFX=${LABEL:+$LABEL-}$PFX  # LABEL=zen5: a seed again on another machine, beside the first machine's records
 PY=${PY:-/work/main/.venv/bin/python}
 STUDY=${STUDY:-/work/main/bench/results/fast-sac-hc-deviations-2026-12-02}
 cd /work/main
