@@ -117,10 +117,15 @@ def probe_layer_times(features: int = PROBE_FEATURES, rows: int = PROBE_ROWS, ca
                             warmup=3, blocks=5, clock=time.process_time)
 
 
+def bf16_wins(ms: Dict[str, float]) -> bool:
+    """``auto``'s rule on ``probe_layer_times``'s result: bf16 at or below ``BF16_FASTER_BELOW`` of fp32's time."""
+    return ms["bf16"] <= BF16_FASTER_BELOW * ms["fp32"]
+
+
 @functools.lru_cache(maxsize=None)
 def _bf16_is_faster(threads: int) -> bool:
     ms = probe_layer_times()
-    faster = ms["bf16"] <= BF16_FASTER_BELOW * ms["fp32"]
+    faster = bf16_wins(ms)
     logger.info(f"update_precision auto: a {PROBE_FEATURES}x{PROBE_FEATURES} layer's forward and backward on "
                 f"{PROBE_ROWS} rows took {ms['bf16']:.3f} ms with bf16 products against {ms['fp32']:.3f} ms in fp32 "
                 f"({ms['bf16'] / max(ms['fp32'], 1e-9):.2f}x, {threads} thread(s)): the update multiplies "

@@ -17,7 +17,7 @@ f = cpu_fields()
 print(json.dumps({"cpu": f.get("model name"), "family": f.get("cpu family"), "model": f.get("model"),
                   "bf16_flag": b.native_bf16_matmul("cpu"), "fp32_ms": round(ms["fp32"], 4),
                   "bf16_ms": round(ms["bf16"], 4), "ratio": round(ms["bf16"] / ms["fp32"], 3),
-                  "decision": "bf16" if ms["bf16"] <= b.BF16_FASTER_BELOW * ms["fp32"] else "fp32",
+                  "decision": "bf16" if b.bf16_wins(ms) else "fp32",
                   "first_ratio": round(first["bf16"] / first["fp32"], 3),
                   "first_probe_s": round(t1 - t0, 3), "probe_s": round(t2 - t1, 3)}))
 """
