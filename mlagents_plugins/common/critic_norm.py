@@ -107,6 +107,10 @@ class LayerNormedCritics(nn.Module):
         for seq in self._normed:
             seq.layer_norm = bool(on)
 
+    def normed_linears(self) -> List[nn.Linear]:
+        """The hidden linear layers a layer normalization follows (none while ``layer_norm`` is off)."""
+        return [layer for seq in self._normed if seq.layer_norm for layer in seq if isinstance(layer, nn.Linear)]
+
     def get_extra_state(self) -> torch.Tensor:
         # A tensor (1.0 = on) on the critics' device, not a dict: tracing for the ONNX export (taac's exported actor
         # holds its critics) takes every state_dict entry as a tensor, and checkpoints keep each tensor's device.
@@ -130,3 +134,38 @@ class LayerNormedCritics(nn.Module):
                 "they go on without layer normalization."
             )
             self.layer_norm = False
+
+
+class WeightProjection:
+    """Rescales each of ``layers`` (linear layers a layer normalization follows) so its weights and bias together
+    have the norm sqrt(out_features), the expected norm of ML-Agents' initialization (weights of std
+    1/sqrt(fan_in), bias 0): NaP's projection (Lyle et al. 2024), XQC's weight normalization (Palenicek et al.
+    2025).  The normalization after each layer makes the network's function blind to the scale, so a projection
+    changes no output; it stops the weights' norm from growing, which would shrink Adam's relative steps."""
+
+    def __init__(self, layers: Sequence[nn.Linear]):
+        self.params: List[torch.Tensor] = []
+        self.targets: List[float] = []
+        for layer in layers:
+            self.params.append(layer.weight)
+            if layer.bias is not None:
+                self.params.append(layer.bias)
+            self.targets.append(float(layer.out_features) ** 0.5)
+        self.has_bias = [layer.bias is not None for layer in layers]
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        if not self.targets:
+            return
+        norms = torch._foreach_norm(self.params)
+        scales: List[torch.Tensor] = []
+        i = 0
+        for target, bias in zip(self.targets, self.has_bias):
+            sq = norms[i] * norms[i] + (norms[i + 1] * norms[i + 1] if bias else 0.0)
+            scale = target / sq.sqrt().clamp_min(1e-12)
+            scales.extend([scale, scale] if bias else [scale])
+            i += 2 if bias else 1
+        torch._foreach_mul_(self.params, scales)

@@ -60,6 +60,7 @@ class FastSACOptimizer(TorchOptimizer):
             recipe=hp.network_recipe(),
             bf16_update=hp.update_bf16(self.device),
             value_bins=hp.critic_value_bins,
+            weight_norm=bool(hp.critic_weight_norm),
         )
         self._normalize = policy.network_settings.normalize
 

@@ -106,6 +106,7 @@ def check_memory_settings(behavior_name: str, trainer_settings: TrainerSettings)
         ("critic_neutral_init", hp.critic_neutral_init, (False,)),
         ("critic_warmup_updates", hp.critic_warmup_updates, (0,)),
         ("critic_hidden_units", hp.critic_hidden_units, (None,)),
+        ("critic_weight_norm", hp.critic_weight_norm, (False,)),
         ("adam_beta1", hp.adam_beta1, (None, 0.9)),
         ("actor_update_every", hp.actor_update_every, (None, 1)),
     ):

@@ -86,6 +86,13 @@ class FastSACSettings(SACHeadSettings):
     # XQC's loss, Palenicek et al. 2025) instead of the squared residual.  The loss's scale no longer grows with the
     # rewards'.  Continuous-only actions.  0 = off (scalar critics, SAC's); e.g. 101.
     critic_value_bins: int = attr.ib(default=0, validator=non_negative_int)
+    # After every Adam step, each layer-normalized critic hidden layer's weights and bias are rescaled together to
+    # the norm sqrt(out_features), their expected norm under ML-Agents' initialization (NaP: Lyle et al. 2024; XQC's
+    # weight normalization, Palenicek et al. 2025).  The layer normalization after the layer makes its output blind
+    # to that scale, so the critics compute the same function; what changes is that the weights' norm no longer
+    # grows, so Adam's steps keep their relative size (the effective learning rate) all run long.  Only where the
+    # critics are layer-normalized (critic_layer_norm resolved on); true is refused otherwise.
+    critic_weight_norm: Any = attr.ib(default=False, validator=strict_bool)  # bool
     # --- the network (issue #56; docs/fast_sac_network.md) ---
     # The activation after each hidden layer of the actor and both critics (every ML-Agents Swish in them): "swish"
     # (ML-Agents' x * sigmoid(x)) or "relu" (the SAC paper's and Stable-Baselines3's).  null = swish.
@@ -121,6 +128,13 @@ class FastSACSettings(SACHeadSettings):
     def _check_value_bins(self, attribute: "attr.Attribute", value: Any) -> None:
         if value == 1:
             fail(attribute.name, value, "0 (scalar critics) or at least 2 bins, e.g. 101")
+
+    @critic_weight_norm.validator
+    def _check_weight_norm(self, attribute: "attr.Attribute", value: Any) -> None:
+        if value and (self.critic_layer_norm is False or self.critic_batch_renorm):
+            fail(attribute.name, value, "false unless the critics are layer-normalized (critic_layer_norm null or "
+                 "true, critic_batch_renorm false): the projection keeps the critics' function only where a layer "
+                 "normalization follows each hidden layer")
 
     @critic_batch_renorm.validator
     def _check_batch_renorm(self, attribute: "attr.Attribute", value: Any) -> None:

@@ -26,6 +26,7 @@ from mlagents_envs.base_env import ActionSpec, ObservationSpec
 
 from mlagents_plugins.common.bf16_matmul import bf16_products, use_bf16_linears_
 from mlagents_plugins.common.compiled_step import CompiledStep
+from mlagents_plugins.common.critic_norm import WeightProjection
 from mlagents_plugins.common.fast_kernels import (
     MatmulKernelChooser,
     fuse_swish_,
@@ -126,6 +127,7 @@ class SACHead:
         recipe: Optional[NetworkRecipe] = None,
         bf16_update: bool = False,
         value_bins: int = 0,
+        weight_norm: bool = False,
     ):
         self.hyperparameters = hp
         self.value_bins = int(value_bins)
@@ -150,6 +152,15 @@ class SACHead:
             recipe=recipe,
             value_bins=value_bins,
         ).to(device)
+        # ``weight_norm``: fast_sac's critic_weight_norm (common/critic_norm.py ``WeightProjection``), after each step.
+        self.weight_projection = WeightProjection(self.q_net.normed_linears() if weight_norm else [])
+        if weight_norm and not len(self.weight_projection):
+            raise TrainerConfigError(
+                "fast_sac: critic_weight_norm: true needs layer-normalized critics, but these have none "
+                f"(critic_layer_norm resolved off: discrete branches {self.branches}, or fewer than 64 hidden "
+                "units, or critic_batch_renorm); allowed here: false"
+            )
+        self.weight_projection.project_()
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
         self.bf16_update = bool(bf16_update)
         if self.bf16_update:
@@ -243,6 +254,7 @@ class SACHead:
             lr = self.decay_learning_rate.get_value(step)
             # On critic-only updates the actor's and the temperatures' gradients are None: Adam skips them.
             _, out = step_fn.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
+            self.weight_projection.project_()
             if self.q_target is not None:
                 polyak_update_(self.q_params, self.q_target_params, self.hyperparameters.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)

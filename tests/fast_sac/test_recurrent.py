@@ -87,6 +87,7 @@ def _spec(task=MEMORY_TASK):
     (dict(critic_neutral_init=True), "critic_neutral_init"),
     (dict(critic_warmup_updates=5), "critic_warmup_updates"),
     (dict(critic_hidden_units=32), "critic_hidden_units"),
+    (dict(critic_weight_norm=True), "critic_weight_norm"),
     (dict(adam_beta1=0.5), "adam_beta1"),
     (dict(actor_update_every=3), "actor_update_every"),
 ])

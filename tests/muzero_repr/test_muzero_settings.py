@@ -144,7 +144,7 @@ def test_sac_head_defaults_are_fast_sacs():
     fast_sac_only = {"critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm",
                      "batch_renorm_momentum", "batch_renorm_warmup", "critic_hidden_units", "adam_beta1",
                      "actor_update_every", "burn_in", "network_activation", "network_init",
-                     "update_precision", "critic_value_bins"}
+                     "update_precision", "critic_value_bins", "critic_weight_norm"}
     # n_step is the head's, but fast_sac's null follows critic_batch_renorm (1 with CrossQ's critics, 2 without):
     # muzero_repr's critics are SAC's, and its 2 is what fast_sac resolves to with them
     assert ours.n_step == theirs.resolved_n_step() == 2 and theirs.n_step is None
