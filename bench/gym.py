@@ -314,6 +314,23 @@ def ml_config(trainer: str, env_id: str, args: argparse.Namespace) -> Dict[str, 
     return {"behaviors": {behavior: cfg}}
 
 
+#: fast_sac's log lines on its update's products (``update_precision``; common/bf16_matmul.py, fast_sac/trainer.py):
+#: ``auto``'s probe ("... (0.69x, 1 thread(s)): the update multiplies bf16 ...") and the trainer's switch to bf16.
+PRECISION_LINE = re.compile(r"the update multiplies (?P<precision>bf16|fp32)")
+PROBE_RATIO = re.compile(r"update_precision auto: .*?\((?P<ratio>[0-9.]+)x, \d+ thread")
+
+
+def parse_update_precision(text: str) -> Dict[str, Any]:
+    """What a fast_sac run's log says its update multiplied in: ``update_precision`` "bf16" or "fp32" (None where
+    no line says: other trainers, and fast_sac at an explicit fp32, which logs nothing) and ``bf16_probe_ratio``,
+    ``auto``'s timed bf16 / fp32 ratio (None without the probe).  A record carries them because ``auto`` decides
+    per process by timing: two runs of one config on one machine can multiply differently."""
+    precisions = [m.group("precision") for m in PRECISION_LINE.finditer(text)]
+    ratio = PROBE_RATIO.search(text)
+    return {"update_precision": precisions[-1] if precisions else None,
+            "bf16_probe_ratio": float(ratio.group("ratio")) if ratio else None}
+
+
 def parse_console(text: str, behavior: str) -> List[List[float]]:
     """[step, seconds, mean episode return] of ``behavior`` from mlagents-learn's console summaries."""
     return [[int(m.group("step")), float(m.group("secs")), float(m.group("reward"))]
@@ -349,6 +366,7 @@ def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, recor
             raise RuntimeError(f"mlagents-learn exited with {code}: {text[-2000:]}")
         curve = parse_console(text, behavior)
         record["train_curve"] = curve
+        record.update(parse_update_precision(text))
         record["train_return"] = curve[-1][2] if curve else None
         model_dir = os.path.join(work, "run", behavior)
         checkpoints = checkpoint_onnx(model_dir, behavior)

@@ -45,21 +45,24 @@ SETTINGS = dict(
     network_init="no work per update: the initial weights only (this loop keeps PyTorch's nn.Linear default)",
     update_precision="the hidden layers' products in bf16 where it resolves so (null: auto), as fast_sac's",
     critic_value_bins="checked: 0 (scalar critics and squared residuals)",
+    critic_weight_norm="checked: false (no projection of the critics' weights after a step)",
 )
 #: fast_sac's own settings (not the SAC head's): muzero_repr's minimal loop leaves them out.
 FAST_SAC_OWN = ("critic_warmup_updates", "critic_neutral_init", "critic_batch_renorm", "batch_renorm_momentum", "batch_renorm_warmup",
                 "critic_hidden_units", "adam_beta1", "actor_update_every", "burn_in",
-                "network_activation", "network_init", "update_precision", "critic_value_bins")
+                "network_activation", "network_init", "update_precision", "critic_value_bins",
+                "critic_weight_norm")
 
 
 class MinimalSAC:
     def __init__(self, settings, obs_size: int, act_size: int, rows: int, seed: int = 0):
         hp, net = settings.hyperparameters, settings.network_settings
         if (hp.prioritized_replay or hp.actor_min_q or hp.critic_small_init or hp.critic_neutral_init
-                or hp.critic_batch_renorm or hp.resolved_actor_update_every() != 1 or hp.critic_value_bins):
+                or hp.critic_batch_renorm or hp.resolved_actor_update_every() != 1 or hp.critic_value_bins
+                or hp.critic_weight_norm):
             raise ValueError("the minimal SAC loop covers uniform replay, the Q1 actor objective, "
                              "critic_small_init, critic_neutral_init and critic_batch_renorm: false, "
-                             "actor_update_every: 1 and critic_value_bins: 0 only")
+                             "actor_update_every: 1, critic_value_bins: 0 and critic_weight_norm: false only")
         self.entropy_reward = hp.entropy_in_targets(0)  # continuous actions only
         self.batch, self.n_step, self.tau = hp.batch_size, hp.resolved_n_step(), hp.tau
         self.gamma = settings.reward_signals[next(iter(settings.reward_signals))].gamma

@@ -571,3 +571,23 @@ def test_report_sets_the_last_invocations_estimate_beside_its_runs():
     assert "| fast_sac HalfCheetah-v5 seed 0 | 9.0 | 11.0 | 1 record(s) in 1 folder(s) |" in rows
     assert "| sb3_sac HalfCheetah-v5 seed 0 | - | - | no record |" in rows  # not this invocation's run
     assert bench_gym.estimate_rows(runs, {}) == []
+
+
+
+@pytest.mark.parametrize("fp32_ms, bf16_ms, precision, ratio", [(1.438, 0.691, "bf16", 0.48),
+                                                                (1.436, 2.571, "fp32", 1.79)])
+def test_update_precision_is_read_from_fast_sac_log_lines(monkeypatch, caplog, fp32_ms, bf16_ms, precision, ratio):
+    """The lines are the ones auto's probe logs (mocked timings), so a change of their wording fails here."""
+    from mlagents_plugins.common import bf16_matmul
+
+    bf16_matmul._bf16_is_faster.cache_clear()
+    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: {"fp32": fp32_ms, "bf16": bf16_ms})
+    try:
+        with caplog.at_level("INFO", logger=bf16_matmul.__name__):
+            bf16_matmul.bf16_is_faster()
+    finally:
+        bf16_matmul._bf16_is_faster.cache_clear()
+    text = "[INFO] HalfCheetah. Step: 5000. Time Elapsed: 22.9 s. Mean Reward: 1.0. Std of Reward: 0.5.\n" + caplog.text
+    assert bench_gym.parse_update_precision(text) == {"update_precision": precision, "bf16_probe_ratio": ratio}
+    assert bench_gym.parse_update_precision("[INFO] Hopper. Step: 5000.\n") == {"update_precision": None,
+                                                                                 "bf16_probe_ratio": None}
