@@ -159,8 +159,10 @@ class MatmulKernelChooser:
     the model, the batch and the machine, so - like ``torch.backends.cudnn.benchmark`` - the first updates
     alternate between the two (after ``warmup`` untimed ones), and after ``trials`` timed updates of each the
     kernel with the lower median is kept for the rest of the run (oneDNN only if at least 5% faster).  Both
-    kernels compute the same fp32 products (``onednn_fp32_matmul_available`` checks that first), so the choice
-    never changes what is learned.
+    kernels compute the same fp32 products (``onednn_fp32_matmul_available`` checks that first) up to their
+    summation order, which a learning run can amplify: two runs of one config on one machine that chose differently
+    can end apart (bench/results/fast-sac-auto-probe-2026-12-02, "On a Zen 4"); MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1
+    pins ATen's kernel.
     """
 
     def __init__(self, device: torch.device, enabled: bool = True, trials: int = 8, warmup: int = 3):
