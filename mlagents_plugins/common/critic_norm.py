@@ -144,28 +144,23 @@ class WeightProjection:
     changes no output; it stops the weights' norm from growing, which would shrink Adam's relative steps."""
 
     def __init__(self, layers: Sequence[nn.Linear]):
-        self.params: List[torch.Tensor] = []
-        self.targets: List[float] = []
-        for layer in layers:
-            self.params.append(layer.weight)
-            if layer.bias is not None:
-                self.params.append(layer.bias)
-            self.targets.append(float(layer.out_features) ** 0.5)
-        self.has_bias = [layer.bias is not None for layer in layers]
+        # per layer: its parameters (weight, and bias where it has one) and its target norm
+        self.groups: List[List[torch.Tensor]] = [
+            [p for p in (layer.weight, layer.bias) if p is not None] for layer in layers
+        ]
+        self.targets: List[float] = [float(layer.out_features) ** 0.5 for layer in layers]
+        self.params: List[torch.Tensor] = [p for group in self.groups for p in group]
 
     def __len__(self) -> int:
         return len(self.targets)
 
     @torch.no_grad()
     def project_(self) -> None:
-        if not self.targets:
+        if not self.params:
             return
-        norms = torch._foreach_norm(self.params)
+        norms = iter(torch._foreach_norm(self.params))
         scales: List[torch.Tensor] = []
-        i = 0
-        for target, bias in zip(self.targets, self.has_bias):
-            sq = norms[i] * norms[i] + (norms[i + 1] * norms[i + 1] if bias else 0.0)
-            scale = target / sq.sqrt().clamp_min(1e-12)
-            scales.extend([scale, scale] if bias else [scale])
-            i += 2 if bias else 1
+        for group, target in zip(self.groups, self.targets):
+            layer_norm = torch.stack([next(norms) for _ in group]).norm()  # of weight and bias together
+            scales.extend([target / layer_norm.clamp_min(1e-12)] * len(group))
         torch._foreach_mul_(self.params, scales)

@@ -573,7 +573,6 @@ def test_report_sets_the_last_invocations_estimate_beside_its_runs():
     assert bench_gym.estimate_rows(runs, {}) == []
 
 
-
 @pytest.mark.parametrize("fp32_ms, bf16_ms, precision, ratio", [(1.438, 0.691, "bf16", 0.48),
                                                                 (1.436, 2.571, "fp32", 1.79)])
 def test_update_precision_is_read_from_fast_sac_log_lines(monkeypatch, caplog, fp32_ms, bf16_ms, precision, ratio):
