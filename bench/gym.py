@@ -315,20 +315,26 @@ def ml_config(trainer: str, env_id: str, args: argparse.Namespace) -> Dict[str, 
 
 
 #: fast_sac's log lines on its update's products (``update_precision``; common/bf16_matmul.py, fast_sac/trainer.py):
-#: ``auto``'s probe ("... (0.69x, 1 thread(s)): the update multiplies bf16 ...") and the trainer's switch to bf16.
+#: ``auto``'s probe ("... (0.69x, 1 thread(s)): the update multiplies bf16 ...") and the trainer's switch to bf16;
+#: and the fp32 matmul kernel its first updates timed (common/fast_kernels.py ``MatmulKernelChooser``).
 PRECISION_LINE = re.compile(r"the update multiplies (?P<precision>bf16|fp32)")
 PROBE_RATIO = re.compile(r"update_precision auto: .*?\((?P<ratio>[0-9.]+)x, \d+ thread")
+MATMUL_KERNEL_LINE = re.compile(r"fast_cpu_matmul: (?P<kernel>oneDNN|default) fp32 matmul kernel chosen")
 
 
-def parse_update_precision(text: str) -> Dict[str, Any]:
-    """What a fast_sac run's log says its update multiplied in: ``update_precision`` "bf16" or "fp32" (None where
-    no line says: other trainers, and fast_sac at an explicit fp32, which logs nothing) and ``bf16_probe_ratio``,
-    ``auto``'s timed bf16 / fp32 ratio (None without the probe).  A record carries them because ``auto`` decides
-    per process by timing: two runs of one config on one machine can multiply differently."""
+def parse_update_numerics(text: str) -> Dict[str, Any]:
+    """What a run's log says its update computed with, for the records, because fast_sac decides both per process
+    by timing, so two runs of one config on one machine can compute differently (and end apart):
+    ``update_precision`` "bf16" or "fp32" (None where no line says: other trainers, and fast_sac at an explicit
+    fp32, which logs nothing), ``bf16_probe_ratio``, ``auto``'s timed bf16 / fp32 ratio (None without the probe),
+    and ``matmul_kernel``, the fp32 matmul kernel the update kept, "oneDNN" or "default" (ATen's; None where nothing
+    was timed: no oneDNN on the machine, ``fast_cpu_matmul: false``, or MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1)."""
     precisions = [m.group("precision") for m in PRECISION_LINE.finditer(text)]
     ratio = PROBE_RATIO.search(text)
+    kernels = [m.group("kernel") for m in MATMUL_KERNEL_LINE.finditer(text)]
     return {"update_precision": precisions[-1] if precisions else None,
-            "bf16_probe_ratio": float(ratio.group("ratio")) if ratio else None}
+            "bf16_probe_ratio": float(ratio.group("ratio")) if ratio else None,
+            "matmul_kernel": kernels[-1] if kernels else None}
 
 
 def parse_console(text: str, behavior: str) -> List[List[float]]:
@@ -366,7 +372,7 @@ def run_ml(trainer: str, env_id: str, seed: int, args: argparse.Namespace, recor
             raise RuntimeError(f"mlagents-learn exited with {code}: {text[-2000:]}")
         curve = parse_console(text, behavior)
         record["train_curve"] = curve
-        record.update(parse_update_precision(text))
+        record.update(parse_update_numerics(text))
         record["train_return"] = curve[-1][2] if curve else None
         model_dir = os.path.join(work, "run", behavior)
         checkpoints = checkpoint_onnx(model_dir, behavior)

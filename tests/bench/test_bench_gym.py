@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+import torch
 
 from bench_fixtures import REPO  # noqa: F401  (puts the repo on sys.path)
 
@@ -573,20 +574,28 @@ def test_report_sets_the_last_invocations_estimate_beside_its_runs():
     assert bench_gym.estimate_rows(runs, {}) == []
 
 
-@pytest.mark.parametrize("fp32_ms, bf16_ms, precision, ratio", [(1.438, 0.691, "bf16", 0.48),
-                                                                (1.436, 2.571, "fp32", 1.79)])
-def test_update_precision_is_read_from_fast_sac_log_lines(monkeypatch, caplog, fp32_ms, bf16_ms, precision, ratio):
-    """The lines are the ones auto's probe logs (mocked timings), so a change of their wording fails here."""
-    from mlagents_plugins.common import bf16_matmul
+@pytest.mark.parametrize("fp32_ms, bf16_ms, precision, ratio, onednn_s, aten_s, kernel",
+                         [(1.438, 0.691, "bf16", 0.48, 0.004, 0.009, "oneDNN"),
+                          (1.436, 2.571, "fp32", 1.79, 0.009, 0.004, "default")])
+def test_update_numerics_are_read_from_fast_sac_log_lines(monkeypatch, caplog, fp32_ms, bf16_ms, precision, ratio,
+                                                           onednn_s, aten_s, kernel):
+    """The lines are the ones auto's probe and the matmul kernel chooser log (mocked timings), so a change of their
+    wording fails here."""
+    from mlagents_plugins.common import bf16_matmul, fast_kernels
 
     bf16_matmul._bf16_is_faster.cache_clear()
     monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: {"fp32": fp32_ms, "bf16": bf16_ms})
+    chooser = fast_kernels.MatmulKernelChooser(torch.device("cpu"), enabled=False)  # only its decision's log line
+    chooser.seconds = {True: [onednn_s] * 3, False: [aten_s] * 3}
     try:
-        with caplog.at_level("INFO", logger=bf16_matmul.__name__):
+        with caplog.at_level("INFO", logger=bf16_matmul.__name__), \
+                caplog.at_level("INFO", logger=fast_kernels.__name__):
             bf16_matmul.bf16_is_faster()
+            chooser._decide()
     finally:
         bf16_matmul._bf16_is_faster.cache_clear()
     text = "[INFO] HalfCheetah. Step: 5000. Time Elapsed: 22.9 s. Mean Reward: 1.0. Std of Reward: 0.5.\n" + caplog.text
-    assert bench_gym.parse_update_precision(text) == {"update_precision": precision, "bf16_probe_ratio": ratio}
-    assert bench_gym.parse_update_precision("[INFO] Hopper. Step: 5000.\n") == {"update_precision": None,
-                                                                                 "bf16_probe_ratio": None}
+    assert bench_gym.parse_update_numerics(text) == {"update_precision": precision, "bf16_probe_ratio": ratio,
+                                                     "matmul_kernel": kernel}
+    assert bench_gym.parse_update_numerics("[INFO] Hopper. Step: 5000.\n") == {
+        "update_precision": None, "bf16_probe_ratio": None, "matmul_kernel": None}
