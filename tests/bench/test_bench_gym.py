@@ -599,3 +599,19 @@ def test_update_numerics_are_read_from_fast_sac_log_lines(monkeypatch, caplog, f
                                                      "matmul_kernel": kernel}
     assert bench_gym.parse_update_numerics("[INFO] Hopper. Step: 5000.\n") == {
         "update_precision": None, "bf16_probe_ratio": None, "matmul_kernel": None}
+
+
+@pytest.mark.parametrize("default_s, onednn_s, kernel", [(2e-4, 3e-4, "default"), (3e-4, 1e-4, None)])
+def test_matmul_kernel_when_the_start_up_probe_decides(monkeypatch, caplog, default_s, onednn_s, kernel):
+    """Where the start-up probe finds oneDNN no faster, no update is timed and its line says the default kernel;
+    where it finds it faster, the record waits for the chooser's line (none here: None)."""
+    from mlagents_plugins.common import fast_kernels
+
+    times = iter([default_s, onednn_s])
+    monkeypatch.setattr(fast_kernels, "_time_matmul", lambda a, b: next(times))
+    monkeypatch.setattr(fast_kernels, "_ONEDNN_MATMUL_OK", None)
+    # the speed rule alone: whether oneDNN's "medium" is exact to fp32 depends on the CPU (not with AMX)
+    monkeypatch.setattr(fast_kernels, "accept_matmul_kernel", lambda rel_err, default, candidate: candidate < 0.9 * default)
+    with caplog.at_level("INFO", logger=fast_kernels.__name__):
+        assert fast_kernels.onednn_fp32_matmul_available() == (kernel is None)
+    assert bench_gym.parse_update_numerics(caplog.text)["matmul_kernel"] == kernel
