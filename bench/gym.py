@@ -327,8 +327,9 @@ def parse_update_numerics(text: str) -> Dict[str, Any]:
     by timing, so two runs of one config on one machine can compute differently (and end apart):
     ``update_precision`` "bf16" or "fp32" (None where no line says: other trainers, and fast_sac at an explicit
     fp32, which logs nothing), ``bf16_probe_ratio``, ``auto``'s timed bf16 / fp32 ratio (None without the probe),
-    and ``matmul_kernel``, the fp32 matmul kernel the update kept, "oneDNN" or "default" (ATen's; None where nothing
-    was timed: no oneDNN on the machine, ``fast_cpu_matmul: false``, or MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1)."""
+    and ``matmul_kernel``, the fp32 matmul kernel the update kept, "oneDNN" or "default" (ATen's), from the start-up
+    probe's line where it rejects oneDNN, else from the timed first updates' line (None where neither logged:
+    ``fast_cpu_matmul: false``, MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1, a GPU, a run cut off before the choice)."""
     precisions = [m.group("precision") for m in PRECISION_LINE.finditer(text)]
     ratio = PROBE_RATIO.search(text)
     kernels = [m.group("kernel") for m in MATMUL_KERNEL_LINE.finditer(text)]
