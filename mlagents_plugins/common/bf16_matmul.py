@@ -101,9 +101,12 @@ def native_bf16_matmul(device: torch.device) -> bool:
 def probe_layer_times(features: int = PROBE_FEATURES, rows: int = PROBE_ROWS, calls: int = 40) -> Dict[str, float]:
     """CPU ms of one ``features`` x ``features`` layer's forward and backward on ``rows`` rows, as ``Bf16Linear``
     computes it in fp32 and with bf16 products: ``{"fp32": ms, "bf16": ms}``, interleaved blocks (``time_interleaved``)
-    on the process's CPU clock, at the thread count torch uses now.  About 0.1 s at the defaults."""
+    on the process's CPU clock, at the thread count torch uses now.  About 0.1 s at the defaults.  Draws nothing from
+    torch's global generator: a run's initialization and sampling stay what they are without the probe (it ran only
+    on CPUs listing bf16 hardware, and its layer's default initialization had shifted those runs' random streams)."""
     generator = torch.Generator().manual_seed(0)
-    layer = nn.Linear(features, features)
+    with torch.random.fork_rng(devices=[]):  # nn.Linear initializes from the global generator; restored on exit
+        layer = nn.Linear(features, features)
     layer.__class__ = Bf16Linear
     data = torch.randn(rows, features, generator=generator).requires_grad_(True)
     grad_out = torch.randn(rows, features, generator=generator)

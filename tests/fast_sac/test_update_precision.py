@@ -156,6 +156,34 @@ def test_probe_times_both_products_of_one_layer(monkeypatch):
     assert not bf16_matmul._ACTIVE
 
 
+def test_probe_draws_nothing_from_the_global_generator(fresh_probe):
+    torch.manual_seed(11)
+    state = torch.get_rng_state()
+    bf16_matmul.probe_layer_times(features=32, rows=8, calls=2)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_the_auto_probe_leaves_a_runs_networks_and_noise_as_without_it(tmp_path, monkeypatch, fresh_probe):
+    """The probe (real timing here) runs only where the CPU lists bf16 hardware; a run's initial networks and its
+    first sampled noise must not depend on whether it ran.  At 64 units no layer switches to bf16 either way."""
+    spec = behavior_spec(((9,),), cont=2)
+    probed = []
+    real_probe = bf16_matmul.probe_layer_times
+    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: probed.append(1) or real_probe())
+    runs = {}
+    for flags, precision in (({"avx2"}, "fp32"), ({"avx512f", "avx512_bf16"}, "auto")):
+        monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda flags=flags: flags)
+        torch.manual_seed(5)
+        trainer = make_trainer(spec, tmp_path / precision, hidden_units=64, num_layers=2, batch_size=32,
+                               buffer_init_steps=10 ** 6, seed=5, update_precision=precision)
+        head = trainer.optimizer.head
+        params = [t.clone() for m in (trainer.policy.actor, head.q_net, head.q_target) for t in m.state_dict().values()]
+        runs[precision] = (params, torch.rand(4))
+    assert probed == [1]  # the probe ran in the second build only
+    assert all(torch.equal(a, b) for a, b in zip(runs["fp32"][0], runs["auto"][0]))
+    assert torch.equal(runs["fp32"][1], runs["auto"][1])
+
+
 def _filled(tmp_path, precision: str, seed: int = 0):
     spec = behavior_spec(((9,),), cont=2)
     torch.manual_seed(seed)  # the same initial networks for each precision
