@@ -328,7 +328,8 @@ def parse_update_numerics(text: str) -> Dict[str, Any]:
     ``update_precision`` "bf16" or "fp32" (None where no line says: other trainers, and fast_sac at an explicit
     fp32, which logs nothing), ``bf16_probe_ratio``, ``auto``'s timed bf16 / fp32 ratio (None without the probe),
     and ``matmul_kernel``, the fp32 matmul kernel the update kept, "oneDNN" or "default" (ATen's), from the start-up
-    probe's line where it rejects oneDNN, else from the timed first updates' line (None where neither logged:
+    probe's line where it rejects oneDNN, else from the timed first updates' line or fast_sac's line where its bf16
+    hidden layers leave ATen's kernel untimed (None where none logged:
     ``fast_cpu_matmul: false``, MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1, a GPU, a run cut off before the choice)."""
     precisions = [m.group("precision") for m in PRECISION_LINE.finditer(text)]
     ratio = PROBE_RATIO.search(text)

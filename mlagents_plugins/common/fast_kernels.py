@@ -175,7 +175,9 @@ class MatmulKernelChooser:
     kernels compute the same fp32 products (``onednn_fp32_matmul_available`` checks that first) up to their
     summation order, which a learning run can amplify: two runs of one config on one machine that chose differently
     can end apart (bench/results/fast-sac-auto-probe-2026-12-02, "On a Zen 4"); MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL=1
-    pins ATen's kernel.
+    pins ATen's kernel.  The timed updates are eager ones (compiling waits for ``decided``), so they can pick a kernel
+    the compiled step runs slower with: fast_sac does not time it where its hidden layers multiply in bf16
+    (``sac/head.py``; bench/results/fast-sac-kernel-choice-2026-12-03).
     """
 
     def __init__(self, device: torch.device, enabled: bool = True, trials: int = 8, warmup: int = 3):

@@ -23,6 +23,7 @@ from mlagents.trainers.exception import TrainerConfigError
 from mlagents.trainers.settings import NetworkSettings
 from mlagents.trainers.torch_entities.utils import ModelUtils
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
+from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common.bf16_matmul import bf16_products, use_bf16_linears_
 from mlagents_plugins.common.compiled_step import CompiledStep
@@ -38,6 +39,8 @@ from mlagents_plugins.sac import losses
 from mlagents_plugins.sac.losses import SACBatch, SACLosses
 from mlagents_plugins.sac.networks import Temperatures, TwinQ
 from mlagents_plugins.sac.settings import SACHeadSettings
+
+logger = get_logger(__name__)
 
 STAT_POLICY_LOSS = "Losses/Policy Loss"
 STAT_Q1_LOSS = "Losses/Q1 Loss"
@@ -138,7 +141,6 @@ class SACHead:
                 f"fast_sac: critic_value_bins: {self.value_bins} needs continuous-only actions, but the behavior "
                 f"has discrete branches {self.branches}; allowed with them: 0 (scalar critics)"
             )
-        self.matmul_kernels = MatmulKernelChooser(device, hp.fast_cpu_matmul)
         self.q_net = TwinQ(
             list(stream_names),
             critic_observation_specs,
@@ -163,8 +165,15 @@ class SACHead:
         self.weight_projection.project_()
         fuse_swish_(self.q_net)  # same function, one kernel (common/fast_kernels.py); before the target copy
         self.bf16_update = bool(bf16_update)
-        if self.bf16_update:
-            use_bf16_linears_(self.q_net)  # before the target copy, which then switches too
+        bf16_layers = use_bf16_linears_(self.q_net) if self.bf16_update else 0  # before the target copy (switches too)
+        # fp32 kernel choice (``fast_cpu_matmul``): not timed where the hidden products are bf16.  The fp32 products
+        # left are the thin first and last layers, where oneDNN's fixed cost per call loses: the compiled step ran
+        # 1.04-1.09x slower with it at 2x256 and 2x512 (same process, interleaved), while the eager updates the
+        # chooser times picked it in 4 of 10 processes on a Zen 4 (bench/results/fast-sac-kernel-choice-2026-12-03).
+        self.matmul_kernels = MatmulKernelChooser(device, hp.fast_cpu_matmul and not bf16_layers)
+        if hp.fast_cpu_matmul and bf16_layers and torch.device(device).type == "cpu":
+            # the line bench gym's records read (``matmul_kernel``), as where the kernel is timed
+            logger.info("fast_cpu_matmul: default fp32 matmul kernel chosen (hidden layers in bf16: not timed)")
         self.joint_critic = batch_renorm is not None
         self.q_target: Optional[TwinQ] = None if self.joint_critic else self.q_net.make_target().to(device)
         self.temperatures = Temperatures(hp.init_entcoef, len(self.branches)).to(device)

@@ -245,3 +245,24 @@ def test_recurrent_critic_body_switches(tmp_path):
     assert opt.head.bf16_update
     for module in (trainer.policy.actor, opt.critic_body, opt.target_critic_body):
         assert sum(type(m) is Bf16Linear for m in module.modules()) == 1
+
+
+@pytest.mark.parametrize("precision,hidden,timed", [("bf16", 256, False), ("fp32", 256, True), ("bf16", 128, True)])
+def test_fp32_kernel_is_timed_only_where_hidden_products_stay_fp32(tmp_path, monkeypatch, caplog, precision, hidden,
+                                                                   timed):
+    """With bf16 hidden layers the fp32 products left are thin ones, where oneDNN's per-call cost lost in the compiled
+    step (bench/results/fast-sac-kernel-choice-2026-12-03): the chooser stays off and ATen's kernel runs.  At 128 units
+    nothing switches to bf16, so the fp32 kernel is still timed."""
+    from mlagents_plugins.common import fast_kernels
+
+    monkeypatch.setattr(fast_kernels, "_ONEDNN_MATMUL_OK", True)  # as where the probe finds oneDNN exact and faster
+    spec = behavior_spec(((9,),), cont=2)
+    with caplog.at_level("INFO", logger="mlagents_plugins.sac.head"):
+        trainer = make_trainer(spec, tmp_path, hidden_units=hidden, num_layers=2, update_precision=precision)
+    chooser = trainer.optimizer.head.matmul_kernels
+    assert chooser.active is timed
+    assert chooser.decided is not timed and (timed or chooser.use_onednn is False)
+    # bench gym's records read the kernel from the log where it is not timed, as from the chooser's line
+    from bench import gym as bench_gym
+
+    assert bench_gym.parse_update_numerics(caplog.text)["matmul_kernel"] == (None if timed else "default")
