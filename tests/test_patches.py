@@ -28,6 +28,7 @@ def _owner_and_attr(target):
 
 ATTRIBUTE_PATCHES = [p.name for p in patches.PATCHES if p.kind == "attribute"]
 IMPORT_PATCHES = [p.name for p in patches.PATCHES if p.kind == "import"]
+PROCESS_PATCHES = [p.name for p in patches.PATCHES if p.kind == "process"]
 
 
 def _import_targets(target):
@@ -42,7 +43,7 @@ def _import_targets(target):
 
 
 def test_every_patch_is_of_a_known_kind():
-    assert sorted(ATTRIBUTE_PATCHES + IMPORT_PATCHES) == sorted(p.name for p in patches.PATCHES)
+    assert sorted(ATTRIBUTE_PATCHES + IMPORT_PATCHES + PROCESS_PATCHES) == sorted(p.name for p in patches.PATCHES)
 
 
 @pytest.fixture(params=ATTRIBUTE_PATCHES)
@@ -126,6 +127,8 @@ def test_targets_exist_in_the_installed_mlagents_and_names_are_unique():
         if patch.kind == "import":
             assert _import_targets(patch.target), patch.target
             continue
+        if patch.kind == "process":  # a setting of the process, not an attribute of ML-Agents
+            continue
         owner, attr_name = _owner_and_attr(patch.target)
         assert attr_name in owner.__dict__, patch.target
 
@@ -201,3 +204,66 @@ def test_onednn_matmul_is_guarded_by_version_and_opt_out(monkeypatch):
     monkeypatch.delenv("MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL")
     monkeypatch.setattr(patches, "mlagents_version", lambda: "0.0.0")
     assert not fast_kernels.MatmulKernelChooser(cpu).active
+
+
+def test_malloc_thresholds_are_guarded_and_set_once(monkeypatch):
+    """The process patch calls glibc's mallopt with both thresholds only when allowed; a C library without mallopt
+    (not glibc) leaves the process as it is."""
+    from mlagents_plugins.host import malloc_thresholds as mt
+
+    calls = []
+    monkeypatch.setattr(mt, "_active", False)
+    monkeypatch.setattr(mt, "glibc_mallopt", lambda: (lambda param, value: calls.append((param, value)) or 1))
+    monkeypatch.setenv("MLAGENTS_PLUGINS_MALLOC_DEFAULTS", "1")
+    assert mt.install_malloc_thresholds() is False and calls == []
+    monkeypatch.delenv("MLAGENTS_PLUGINS_MALLOC_DEFAULTS")
+    monkeypatch.setattr(patches, "mlagents_version", lambda: "0.0.0")
+    assert mt.install_malloc_thresholds() is False and calls == []
+    monkeypatch.setattr(patches, "mlagents_version", lambda: "1.1.0")
+    monkeypatch.setattr(mt, "glibc_mallopt", lambda: None)
+    assert mt.install_malloc_thresholds() is False
+    monkeypatch.setattr(mt, "glibc_mallopt", lambda: (lambda param, value: calls.append((param, value)) or 1))
+    assert mt.install_malloc_thresholds() is True
+    assert calls == [(-3, 32 * 1024 * 1024), (-1, 256 * 1024 * 1024)]  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    assert mt.install_malloc_thresholds() is True and len(calls) == 2  # once
+
+
+def test_malloc_thresholds_keep_an_update_s_pages():
+    """In a fresh process, 40 blocks of 256 KiB allocated, written and freed together (an update's temporaries)
+    fault their pages in again at every round under glibc's defaults (the freed heap top exceeds the trim threshold
+    glibc adjusted to twice 256 KiB), and not with the thresholds fixed (Linux with glibc only)."""
+    import subprocess
+    import textwrap
+
+    from mlagents_plugins.host import malloc_thresholds as mt
+
+    if mt.glibc_mallopt() is None:
+        pytest.skip("not glibc")
+    child = textwrap.dedent("""
+        import ctypes, resource, sys
+        from mlagents_plugins.host import malloc_thresholds as mt
+        if sys.argv[1] == "fixed":
+            mallopt = mt.glibc_mallopt()
+            assert mallopt(mt.M_MMAP_THRESHOLD, mt.MMAP_THRESHOLD) == 1
+            assert mallopt(mt.M_TRIM_THRESHOLD, mt.TRIM_THRESHOLD) == 1
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc.restype = ctypes.c_void_p
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        size = 256 << 10
+        faults = []
+        for _ in range(6):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            blocks = [libc.malloc(size) for _ in range(40)]
+            for p in blocks:
+                ctypes.memset(p, 1, size)
+            for p in reversed(blocks):
+                libc.free(p)
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        print(min(faults[2:]))
+    """)
+    pages = 40 * (256 << 10) >> 12
+    out = {mode: int(subprocess.run([sys.executable, "-c", child, mode], capture_output=True, text=True,
+                                    check=True).stdout.split()[-1]) for mode in ("defaults", "fixed")}
+    assert out["defaults"] >= pages // 2, out
+    assert out["fixed"] < pages // 20, out

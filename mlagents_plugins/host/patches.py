@@ -34,6 +34,7 @@ class HostPatch:
     # are imported (mlagents_plugins_boot; ``ORIGINAL`` maps module names to the specs they had).
     # "kernel": a faster kernel for the same math inside our own trainers (``KERNEL_SWITCHES``, not installed
     # by the hook); ``installer`` is the code that applies it and checks ``allowed``.
+    # "process": a setting of the mlagents-learn process itself (``target`` names it), made once by the installer.
     kind: str = "attribute"
 
 
@@ -135,6 +136,15 @@ PATCHES: Tuple[HostPatch, ...] = (
         "on the CPU beside --torch-device cuda parameters; the replacement binds the thread to that device first",
         installer="mlagents_plugins.host.trainer_thread_device:install_trainer_thread_device",
         opt_out="MLAGENTS_PLUGINS_THREAD_DEVICE_ORIGINAL",
+    ),
+    HostPatch(
+        name="malloc_thresholds",
+        target="glibc malloc's M_MMAP_THRESHOLD and M_TRIM_THRESHOLD in the mlagents-learn process",
+        why="each update frees its temporaries and glibc hands the pages back to the OS, so the next update "
+        "faults them in again (about 400 page faults per fast_sac step at 2x256); fixed thresholds keep them",
+        installer="mlagents_plugins.host.malloc_thresholds:install_malloc_thresholds",
+        opt_out="MLAGENTS_PLUGINS_MALLOC_DEFAULTS",
+        kind="process",
     ),
     HostPatch(
         name="protobuf_descriptors",
