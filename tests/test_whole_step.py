@@ -196,31 +196,6 @@ def test_whole_step_follows_a_reloaded_optimizer_and_clips(monkeypatch):
     torch.testing.assert_close(st_whole[0]["exp_avg"], st_eager[0]["exp_avg"], rtol=1e-6, atol=1e-7)
 
 
-def test_polyak_step_follows_adam_in_the_whole_step_and_on_the_two_graph_path(monkeypatch):
-    """With ``polyak`` the target moves towards the parameters as they are *after* Adam's step, in the whole graph
-    and eagerly alike.  Reference computed here: ``t + tau * (w_new - t)`` with ``w_new`` from the eager step."""
-    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
-    tau = 0.3
-    finals = []
-    for whole in (True, False):
-        w, fn = _quadratic()
-        target = torch.tensor([-0.75, 4.0, 0.5])
-        opt = torch.optim.Adam([w], lr=0.05)
-        step = CompiledStep(fn, whole, "demo")
-        x = torch.tensor([0.5, 2.0, -1.0])
-        for _ in range(3):
-            before = target.clone()
-            step.gradient_step([opt], 0.05, x, polyak=([w], [target], tau))
-            expected = before + tau * (w.detach() - before)
-            torch.testing.assert_close(target, expected, rtol=1e-6, atol=1e-7)
-            assert not torch.allclose(target, before)
-        assert step.whole_mode == ("on" if whole else "off"), step.whole_error
-        finals.append((w.detach().clone(), target.clone()))
-    (w_whole, t_whole), (w_eager, t_eager) = finals
-    torch.testing.assert_close(w_whole, w_eager, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(t_whole, t_eager, rtol=1e-6, atol=1e-6)
-
-
 def test_failed_whole_step_warns_and_the_step_is_taken_once_on_the_two_graph_path(monkeypatch, caplog):
     monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
     w, fn = _quadratic()
@@ -402,3 +377,18 @@ def _each_compiles(sizes):
             opt_ref.step()
         assert step.whole_mode == "on", (size, step.whole_error)
         torch.testing.assert_close(mod.w.detach(), ref.w.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_tracing_autograd_is_on_only_inside_its_block_and_restored_after_an_error():
+    config = torch._dynamo.config
+    before = config.trace_autograd_ops
+    for start in (False, True):
+        config.trace_autograd_ops = start
+        with compiled_step._tracing_autograd():
+            assert config.trace_autograd_ops is True
+        assert config.trace_autograd_ops is start
+        with pytest.raises(RuntimeError):
+            with compiled_step._tracing_autograd():
+                raise RuntimeError("compile failed")
+        assert config.trace_autograd_ops is start
+    config.trace_autograd_ops = before

@@ -20,8 +20,7 @@ update (a cached graph on later runs is quicker) and pays back after a few thous
 **Whole steps.**  Where the optimizers are plain Adam and no ``before_step`` callback runs between the backward
 and the step, ``gradient_step`` compiles the *whole* step as one graph instead: the loss, its gradients
 (``torch.autograd.grad`` traced by Dynamo, ``trace_autograd_ops``), their clipping when ``max_grad_norm`` is given,
-and Adam's update of every parameter and its moments in place, then the Polyak step of the caller's target
-networks when it passes one (``polyak``: the same ``torch._foreach_lerp_``, in the same graph).  That removes the autograd engine's walk over the compiled backward, the Python optimizer and
+and Adam's update of every parameter and its moments in place.  That removes the autograd engine's walk over the compiled backward, the Python optimizer and
 most per-call wrapper overhead around two graphs.  Adam's state stays in the ``torch.optim.Adam`` objects
 (``state_dict`` and checkpoints unchanged); the update is Adam's (Kingma & Ba 2015, Algorithm 1, with PyTorch's
 placement of epsilon), evaluated in float32 where PyTorch evaluates the bias-correction scalars in double, so
@@ -60,7 +59,6 @@ from mlagents.torch_utils import torch
 from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common import compile_cache
-from mlagents_plugins.common.tensor_utils import polyak_update_
 
 logger = get_logger(__name__)  # ML-Agents' logger: shown in mlagents-learn's output at --log-level
 
@@ -144,9 +142,9 @@ def _plain_adam(opt: Any) -> bool:
 
 @contextlib.contextmanager
 def _tracing_autograd() -> Iterator[None]:
-    """Dynamo's ``trace_autograd_ops`` on for the block (the whole step's trace needs it; a compiled call that does
-    not trace ignores it), set and restored directly: ``torch._dynamo.config.patch`` cost about 1% of a fast_sac
-    update at 2x256 on one thread per call (bench/results/fast-sac-speed-xeon-amx-2026-12-03)."""
+    """Dynamo's ``trace_autograd_ops`` on for the block (the whole step's trace needs it; a call that finds its
+    graph ignores it), set and restored as a plain attribute: ``torch._dynamo.config.patch`` builds a patcher on
+    every call, about 1% of a fast_sac update at 2x256 on one thread (bench/results/fast-sac-speed-xeon-amx-2026-12-03)."""
     config = torch._dynamo.config
     previous = config.trace_autograd_ops
     config.trace_autograd_ops = True
@@ -210,10 +208,6 @@ def _adam_update_(
             bias_correction2 = 1 - beta2 ** k
             denom = (v.sqrt() / bias_correction2.sqrt()).add_(eps)
             p.sub_((lr / bias_correction1) * m / denom)
-
-
-#: ``(online, target, tau)``: after the optimizer step, every target tensor moves ``tau`` of the way to its online one
-Polyak = Tuple[Sequence[torch.Tensor], Sequence[torch.Tensor], float]
 
 
 def compile_wanted(setting: Optional[bool], observation_specs: Sequence[Any]) -> bool:
@@ -312,16 +306,13 @@ class CompiledStep:
         ready: bool = True,
         before_step: Optional[Callable[[], None]] = None,
         max_grad_norm: Optional[float] = None,
-        polyak: Optional[Polyak] = None,
     ) -> Any:
         """One optimizer step on the loss this step computes, the cadence every trainer's update shares: each
         optimizer's learning rate set to ``lr`` (all param groups), gradients cleared, ``forward_backward`` (one
         backward of the summed loss), ``before_step`` (any work on the gradients), the gradients of all the
         optimizers' parameters clipped to a total 2-norm of ``max_grad_norm`` when it is given (as
-        ``torch.nn.utils.clip_grad_norm_``), then every optimizer's ``step``, then, with ``polyak`` = ``(online,
-        target, tau)``, the target tensors moved towards the online ones (``tensor_utils.polyak_update_``).
-        Returns the step function's result.  Without ``before_step`` and with plain Adam the whole step is one compiled graph
-        (module docstring), the Polyak step included."""
+        ``torch.nn.utils.clip_grad_norm_``), then every optimizer's ``step``.  Returns the step function's result.
+        Without ``before_step`` and with plain Adam the whole step is one compiled graph (module docstring)."""
         for opt in optimizers:
             for group in opt.param_groups:
                 group["lr"] = lr
@@ -336,7 +327,7 @@ class CompiledStep:
                 self.whole_mode = "first step eager"
                 ready = False
             else:
-                whole = self._try_whole(optimizers, lr, max_grad_norm, args, polyak)
+                whole = self._try_whole(optimizers, lr, max_grad_norm, args)
                 if whole is not None:
                     return whole[0]
 
@@ -352,8 +343,6 @@ class CompiledStep:
             torch.nn.utils.clip_grad_norm_(_optimized(optimizers), max_grad_norm)
         for opt in optimizers:
             opt.step()
-        if polyak is not None:
-            polyak_update_(*polyak)
         return result
 
     def _compile_whole(self) -> Callable[..., Any]:
@@ -370,24 +359,20 @@ class CompiledStep:
         step: List[Optional[torch.Tensor]],
         hyper: Tuple[Tuple[float, float, float], ...],
         max_grad_norm: Optional[float],
-        polyak: Optional[Polyak],
         *args: Any,
     ) -> Any:
         """The function compiled as one graph: ``fn(*args)``, the gradients of its total (``result[0]``) with
         respect to ``params`` (``None`` for parameters it does not reach), clipped when ``max_grad_norm`` is
-        given, Adam in place, then the Polyak step when ``polyak`` is given; returns the result detached."""
+        given, Adam in place; returns the result detached."""
         result = self._fn(*args)
         grads = torch.autograd.grad(result[0], params, allow_unused=True)
         if max_grad_norm is not None:
             grads = _clipped(grads, max_grad_norm)
         _adam_update_(params, grads, exp_avg, exp_avg_sq, step, hyper, lr)
-        if polyak is not None:
-            polyak_update_(*polyak)
         return _detached(result)
 
     def _try_whole(
-        self, optimizers: Sequence[Any], lr: float, max_grad_norm: Optional[float], args: Sequence[Any],
-        polyak: Optional[Polyak] = None,
+        self, optimizers: Sequence[Any], lr: float, max_grad_norm: Optional[float], args: Sequence[Any]
     ) -> Optional[Tuple[Any]]:
         """One whole step (the optimizers are plain Adam), or None when it could not be built: a failure disables
         whole steps for the rest of the run and this step takes the two-graph path."""
@@ -417,9 +402,7 @@ class CompiledStep:
         try:
             start = time.perf_counter()
             with _tracing_autograd():
-                result = self._whole(
-                    self._lr, params, exp_avg, exp_avg_sq, step, tuple(hyper), max_grad_norm, polyak, *args
-                )
+                result = self._whole(self._lr, params, exp_avg, exp_avg_sq, step, tuple(hyper), max_grad_norm, *args)
         except Exception as exc:  # compile or tracing failure: the two-graph path for the rest of the run
             if self.whole_options:  # first without the options (a C++ wrapper that does not build, ...)
                 logger.warning(
@@ -428,7 +411,7 @@ class CompiledStep:
                 )
                 self.whole_options = {}
                 self._whole = self._compile_whole()
-                return self._try_whole(optimizers, lr, max_grad_norm, args, polyak)
+                return self._try_whole(optimizers, lr, max_grad_norm, args)
             self._whole = None
             self.whole_mode = "failed"
             self.whole_error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]

@@ -263,13 +263,9 @@ class SACHead:
         with self.matmul_kernels.scope(), bf16_products(self.bf16_update):
             lr = self.decay_learning_rate.get_value(step)
             # On critic-only updates the actor's and the temperatures' gradients are None: Adam skips them.
-            # The Polyak step goes into the compiled whole step where nothing runs between Adam and it (the
-            # critics' weight projection does); the same op, one pass less over the critics' parameters.
-            fused_polyak = self.q_target is not None and not len(self.weight_projection)
-            polyak = (self.q_params, self.q_target_params, self.hyperparameters.tau) if fused_polyak else None
-            _, out = step_fn.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided, polyak=polyak)
+            _, out = step_fn.gradient_step([self.adam], lr, batch, ready=self.matmul_kernels.decided)
             self.weight_projection.project_()
-            if self.q_target is not None and not fused_polyak:
+            if self.q_target is not None:
                 polyak_update_(self.q_params, self.q_target_params, self.hyperparameters.tau)
         stats = sac_stats(out, self.temperatures, self.action_spec.continuous_size > 0, self.branches)
         if not actor_turn:
