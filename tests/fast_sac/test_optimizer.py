@@ -163,3 +163,36 @@ def test_training_actor_path_matches_the_policys_action_model(tmp_path, spec_kw)
         torch.testing.assert_close(lp_d, lp.all_discrete_tensor)
     else:
         assert lp_d is None
+
+
+def test_sac_stats_match_a_direct_computation_with_continuous_and_discrete_temperatures():
+    """``sac_stats`` reads every value from one concatenation: each key against its own source, with temperatures
+    and losses different enough that a shifted slice or a swapped key shows."""
+    from mlagents_plugins.sac import head as sac_head
+    from mlagents_plugins.sac.losses import SACLosses
+    from mlagents_plugins.sac.networks import Temperatures
+
+    temps = Temperatures(0.5, 2)
+    with torch.no_grad():
+        temps.log_alpha_cont.fill_(-1.25)
+        temps.log_alpha_disc.copy_(torch.tensor([0.3, -2.0]))
+    diag = torch.tensor([1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5])  # 6 + 2 branches
+    out = SACLosses(q1_loss=torch.tensor(0.11), q2_loss=torch.tensor(0.22), policy_loss=torch.tensor(-3.3),
+                    temperature_loss=torch.tensor(0.44), td_abs=torch.zeros(4), q_mean=torch.tensor(9.9),
+                    entropy=torch.tensor(-0.77), diagnostics=diag)
+    stats = sac_head.sac_stats(out, temps, True, [3, 2])
+    a_c, a_d = np.exp(-1.25), np.exp([0.3, -2.0])
+    expected = {
+        sac_head.STAT_POLICY_LOSS: -3.3, sac_head.STAT_Q1_LOSS: 0.11, sac_head.STAT_Q2_LOSS: 0.22,
+        sac_head.STAT_ENTCOEF_LOSS: 0.44, sac_head.STAT_Q_MEAN: 9.9, sac_head.STAT_ENTROPY: -0.77,
+        sac_head.STAT_ENTCOEF: (a_c + a_d.sum()) / 3, sac_head.STAT_CONT_ENTCOEF: a_c,
+        sac_head.STAT_DISC_ENTCOEF: a_d.mean(),
+        sac_head.STAT_BRANCH_ENTCOEF.format(0): a_d[0], sac_head.STAT_BRANCH_ENTCOEF.format(1): a_d[1],
+    }
+    expected.update(zip(sac_head._diagnostic_keys(2), diag.tolist()))
+    assert set(stats) == set(expected)
+    for key, value in expected.items():
+        assert stats[key] == pytest.approx(value, rel=1e-6), key  # float32 inputs, exp in float64
+    continuous_only = sac_head.sac_stats(out._replace(diagnostics=diag[:6]), Temperatures(0.5, 0), True, [])
+    assert continuous_only[sac_head.STAT_ENTCOEF] == pytest.approx(0.5, rel=1e-6)
+    assert sac_head.STAT_DISC_ENTCOEF not in continuous_only
