@@ -382,13 +382,15 @@ def _each_compiles(sizes):
 def test_tracing_autograd_is_on_only_inside_its_block_and_restored_after_an_error():
     config = torch._dynamo.config
     before = config.trace_autograd_ops
-    for start in (False, True):
-        config.trace_autograd_ops = start
-        with compiled_step._tracing_autograd():
-            assert config.trace_autograd_ops is True
-        assert config.trace_autograd_ops is start
-        with pytest.raises(RuntimeError):
+    try:
+        for start in (False, True):
+            config.trace_autograd_ops = start
             with compiled_step._tracing_autograd():
-                raise RuntimeError("compile failed")
-        assert config.trace_autograd_ops is start
-    config.trace_autograd_ops = before
+                assert config.trace_autograd_ops is True
+            assert config.trace_autograd_ops is start
+            with pytest.raises(RuntimeError):
+                with compiled_step._tracing_autograd():
+                    raise RuntimeError("compile failed")
+            assert config.trace_autograd_ops is start
+    finally:
+        config.trace_autograd_ops = before  # whatever fails above, the process-wide flag is left as it was

@@ -316,17 +316,16 @@ def _diagnostic_keys(num_branches: int) -> List[str]:
 def sac_stats(out: SACLosses, temperatures: Temperatures, has_cont: bool, branches: List[int]) -> Dict[str, float]:
     """The SAC head's stats (keys above) from one step's ``SACLosses`` and the temperatures after the step;
     fast_sac and muzero_repr report the same keys.  One concatenation and one device sync for everything (the
-    losses, the log temperatures, the diagnostics); the temperatures are exponentiated in Python (float64), so an
-    update pays two tensor operations for its stats instead of about fifteen (0.1 ms of a 4.7 ms update at 2x256
-    on one thread, bench/results/fast-sac-speed-xeon-amx-2026-12-03)."""
+    losses, the log temperatures, the diagnostics); the temperatures are exponentiated in Python (float64) instead
+    of as tensors (the stats took 0.1 ms of a 4.7 ms update at 2x256 on one thread before,
+    bench/results/fast-sac-speed-xeon-amx-2026-12-03)."""
     with torch.no_grad():
-        parts = [
-            out.policy_loss.detach().reshape(1), out.q1_loss.detach().reshape(1), out.q2_loss.detach().reshape(1),
-            out.temperature_loss.detach().reshape(1), out.q_mean.detach().reshape(1), out.entropy.detach().reshape(1),
-            temperatures.log_alpha_cont.detach().reshape(-1), temperatures.log_alpha_disc.detach().reshape(-1),
-            out.diagnostics.detach().reshape(-1),
-        ]
-        values = torch.cat([p.float() for p in parts]).tolist()
+        values = torch.cat([
+            out.policy_loss.reshape(1), out.q1_loss.reshape(1), out.q2_loss.reshape(1),
+            out.temperature_loss.reshape(1), out.q_mean.reshape(1), out.entropy.reshape(1),
+            temperatures.log_alpha_cont.reshape(-1), temperatures.log_alpha_disc.reshape(-1),
+            out.diagnostics.reshape(-1),
+        ]).tolist()
     policy_loss, q1_loss, q2_loss, temperature_loss, q_mean, entropy = values[:6]
     n_cont = int(temperatures.log_alpha_cont.numel())
     n_disc = int(temperatures.log_alpha_disc.numel())
