@@ -17,7 +17,8 @@ Measured on a 2-core AMD EPYC with AVX-512 BF16 (bench/results/fast-sac-bf16-pro
 at 2x256 0.74-0.75x its fp32 time.  Where the CPU lacks both, oneDNN emulates bf16 at about 5x fp32's time (an
 Intel Cascade Lake); and a CPU listing the flag need not gain (an Intel Xeon VM with ``avx512_bf16`` and no AMX:
 the product 1.79x fp32's time, bench/results/fast-sac-speed-xeon-bf16-2026-12-02).  So ``auto`` switches only where
-``native_bf16_matmul()`` finds the hardware *and* ``bf16_is_faster()`` measures a 256x256 layer faster in bf16.
+``native_bf16_matmul()`` finds the hardware *and* ``bf16_is_faster()`` measures a 256x256 layer's products faster in
+bf16.
 """
 import contextlib
 import functools
@@ -39,10 +40,13 @@ logger = get_logger(__name__)
 #: bench/results/fast-sac-bf16-2026-11-30, threshold section).
 MIN_FEATURES = 256
 
-#: ``auto`` takes bf16 only where a 256x256 layer's forward and backward costs at most this fraction of its fp32 CPU
-#: time.  Measured: 0.68x on an AVX-512 BF16 EPYC (a gain), 1.79x on the Xeon VM above (a loss); the margin keeps a
-#: near tie, where timing noise would decide, on fp32.
-BF16_FASTER_BELOW = 0.9
+#: ``auto`` takes bf16 only where a 256x256 layer's three products (forward, input gradient, weight gradient) take at
+#: most this fraction of their fp32 CPU time.  Measured, the 256x256 product against the compiled update at 2x256: a Zen 5
+#: EPYC 0.28x (update 0.72x), an Intel Xeon with AMX 0.33-0.40x (update 0.79x), an Intel Xeon VM listing avx512_bf16
+#: without AMX 1.79x (update 1.39-1.49x).  A line through them puts the update at about ``0.59 + 0.48 * products``
+#: (the casts cost what the products save near 0.85x; at 0.75x the update gains about 5%), so the margin keeps a near
+#: tie on fp32 (bench/results/fast-sac-auto-products-2026-12-03).
+BF16_FASTER_BELOW = 0.75
 #: The probe's layer: the 256x256 hidden layer of a 2x256 network on a batch of 256, the shape of fast_sac's update
 PROBE_FEATURES = 256
 PROBE_ROWS = 256
@@ -98,38 +102,42 @@ def native_bf16_matmul(device: torch.device) -> bool:
     return bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"})
 
 
-def probe_layer_times(features: int = PROBE_FEATURES, rows: int = PROBE_ROWS, calls: int = 40) -> Dict[str, float]:
-    """CPU ms of one ``features`` x ``features`` layer's forward and backward on ``rows`` rows, as ``Bf16Linear``
-    computes it in fp32 and with bf16 products: ``{"fp32": ms, "bf16": ms}``, interleaved blocks (``time_interleaved``)
-    on the process's CPU clock, at the thread count torch uses now.  About 0.1 s at the defaults.  Draws nothing from
-    torch's global generator: a run's initialization and sampling stay what they are without the probe (it ran only
-    on CPUs listing bf16 hardware, and its layer's default initialization had shifted those runs' random streams)."""
+def probe_product_times(features: int = PROBE_FEATURES, rows: int = PROBE_ROWS, calls: int = 40) -> Dict[str, float]:
+    """CPU ms of one ``features`` x ``features`` layer's three products on ``rows`` rows - forward ``x W^T``, input
+    gradient ``dy W``, weight gradient ``dy^T x`` - with fp32 operands and with bf16 ones: ``{"fp32": ms, "bf16": ms}``,
+    interleaved blocks (``time_interleaved``) on the process's CPU clock, at the thread count torch uses now.
+
+    Only the products, on operands already in their precision: in the compiled update Inductor writes the bf16
+    operands from the kernels that compute them, so the casts an eager layer would add (and the autograd around
+    it) are not what the update pays; an eager layer's forward and backward put bf16 at 0.74-0.88x fp32 on an Intel
+    Xeon with AMX whose compiled update ran 0.79x, its products 0.33-0.40x.  About 0.05 s at the defaults.  Draws
+    nothing from torch's global generator (a run's initialization and sampling stay what they are without it)."""
     generator = torch.Generator().manual_seed(0)
-    with torch.random.fork_rng(devices=[]):  # nn.Linear initializes from the global generator; restored on exit
-        layer = nn.Linear(features, features)
-    layer.__class__ = Bf16Linear
-    data = torch.randn(rows, features, generator=generator).requires_grad_(True)
-    grad_out = torch.randn(rows, features, generator=generator)
+    steps = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        x = torch.randn(rows, features, generator=generator).to(dtype)
+        weight = torch.randn(features, features, generator=generator).to(dtype)
+        grad_out = torch.randn(rows, features, generator=generator).to(dtype)
 
-    def step(bf16: bool) -> None:
-        layer.weight.grad = layer.bias.grad = data.grad = None
-        with bf16_products(bf16):
-            layer(data).backward(grad_out)
+        def step(x: torch.Tensor = x, weight: torch.Tensor = weight, grad_out: torch.Tensor = grad_out) -> None:
+            torch.mm(x, weight.t())
+            torch.mm(grad_out, weight)
+            torch.mm(grad_out.t(), x)
 
-    return time_interleaved({"fp32": lambda: step(False), "bf16": lambda: step(True)}, updates=calls,
-                            warmup=3, blocks=5, clock=time.process_time)
+        steps[name] = step
+    return time_interleaved(steps, updates=calls, warmup=3, blocks=5, clock=time.process_time)
 
 
 def bf16_wins(ms: Dict[str, float]) -> bool:
-    """``auto``'s rule on ``probe_layer_times``'s result: bf16 at or below ``BF16_FASTER_BELOW`` of fp32's time."""
+    """``auto``'s rule on ``probe_product_times``'s result: bf16 at or below ``BF16_FASTER_BELOW`` of fp32's time."""
     return ms["bf16"] <= BF16_FASTER_BELOW * ms["fp32"]
 
 
 @functools.lru_cache(maxsize=None)
 def _bf16_is_faster(threads: int) -> bool:
-    ms = probe_layer_times()
+    ms = probe_product_times()
     faster = bf16_wins(ms)
-    logger.info(f"update_precision auto: a {PROBE_FEATURES}x{PROBE_FEATURES} layer's forward and backward on "
+    logger.info(f"update_precision auto: a {PROBE_FEATURES}x{PROBE_FEATURES} layer's three products on "
                 f"{PROBE_ROWS} rows took {ms['bf16']:.3f} ms with bf16 products against {ms['fp32']:.3f} ms in fp32 "
                 f"({ms['bf16'] / max(ms['fp32'], 1e-9):.2f}x, {threads} thread(s)): the update multiplies "
                 f"{'bf16' if faster else 'fp32'} (bf16 only at or below {BF16_FASTER_BELOW}x)")
@@ -138,7 +146,7 @@ def _bf16_is_faster(threads: int) -> bool:
 
 def bf16_is_faster() -> bool:
     """Whether bf16 products beat fp32 on this CPU by ``BF16_FASTER_BELOW``, measured once per process and thread
-    count (``probe_layer_times``, logged), so every network of a run decides alike."""
+    count (``probe_product_times``, logged), so every network of a run decides alike."""
     return _bf16_is_faster(torch.get_num_threads())
 
 

@@ -584,7 +584,7 @@ def test_update_numerics_are_read_from_fast_sac_log_lines(monkeypatch, caplog, f
     from mlagents_plugins.common import bf16_matmul, fast_kernels
 
     bf16_matmul._bf16_is_faster.cache_clear()
-    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: {"fp32": fp32_ms, "bf16": bf16_ms})
+    monkeypatch.setattr(bf16_matmul, "probe_product_times", lambda: {"fp32": fp32_ms, "bf16": bf16_ms})
     chooser = fast_kernels.MatmulKernelChooser(torch.device("cpu"), enabled=False)  # only its decision's log line
     chooser.seconds = {True: [onednn_s] * 3, False: [aten_s] * 3}
     try:

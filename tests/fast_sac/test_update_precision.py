@@ -98,16 +98,18 @@ def fresh_probe():
 
 
 @pytest.mark.parametrize("fp32_ms, bf16_ms, expected", [
-    (1.0, 0.48, True),  # the AVX-512 BF16 EPYCs
-    (1.0, 0.9, True),  # at the margin
-    (1.0, 0.95, False),  # a near tie stays fp32
+    (1.0, 0.28, True),  # the AVX-512 BF16 Zen 5 EPYC
+    (0.73, 0.25, True),  # an Intel Xeon with AMX on a busy host (its layer probe said 0.90x: fp32)
+    (1.0, 0.75, True),  # at the margin
+    (1.0, 0.8, False),  # near break-even stays fp32
     (0.8, 1.43, False),  # the Xeon VM listing avx512_bf16: the product at 1.79x fp32's time
-    (2.0, 1.7, True),  # a ratio, not a difference: 0.85x of a slower fp32
+    (2.0, 1.4, True),  # a ratio, not a difference: 0.7x of a slower fp32
+    (0.5, 0.4, False),  # 0.8x of a faster fp32
 ])
-def test_auto_takes_bf16_only_where_the_timed_layer_is_faster(monkeypatch, fresh_probe, fp32_ms, bf16_ms, expected):
+def test_auto_takes_bf16_only_where_the_timed_products_are_faster(monkeypatch, fresh_probe, fp32_ms, bf16_ms, expected):
     calls = []
     monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
-    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: calls.append(1) or {"fp32": fp32_ms, "bf16": bf16_ms})
+    monkeypatch.setattr(bf16_matmul, "probe_product_times", lambda: calls.append(1) or {"fp32": fp32_ms, "bf16": bf16_ms})
     assert FastSACSettings().update_bf16("cpu") is expected
     assert FastSACSettings(update_precision="auto").update_bf16("cpu") is expected
     assert len(calls) == 1  # measured once: every network of a run decides alike
@@ -117,7 +119,7 @@ def test_auto_times_nothing_without_the_hardware_or_with_batch_renorm(monkeypatc
     def probe():
         raise AssertionError("probed")
 
-    monkeypatch.setattr(bf16_matmul, "probe_layer_times", probe)
+    monkeypatch.setattr(bf16_matmul, "probe_product_times", probe)
     monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx2", "avx512f"})
     assert not FastSACSettings().update_bf16("cpu")
     assert not FastSACSettings().update_bf16("cuda")
@@ -128,7 +130,7 @@ def test_auto_times_nothing_without_the_hardware_or_with_batch_renorm(monkeypatc
 
 def test_probe_is_per_thread_count_and_logged(monkeypatch, fresh_probe, caplog):
     times = iter([{"fp32": 1.0, "bf16": 0.5}, {"fp32": 1.0, "bf16": 1.2}])
-    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: next(times))
+    monkeypatch.setattr(bf16_matmul, "probe_product_times", lambda: next(times))
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
@@ -141,25 +143,31 @@ def test_probe_is_per_thread_count_and_logged(monkeypatch, fresh_probe, caplog):
         torch.set_num_threads(threads)
 
 
-def test_probe_times_both_products_of_one_layer(monkeypatch):
+def test_probe_times_the_three_products_of_one_layer_in_each_precision(monkeypatch):
     seen = []
-    real = bf16_matmul.Bf16Linear.forward
+    real = torch.mm
 
-    def forward(self, data):
-        seen.append((bf16_matmul._ACTIVE, tuple(self.weight.shape), tuple(data.shape)))
-        return real(self, data)
+    def mm(a, b):
+        seen.append((a.dtype, b.dtype, tuple(a.shape), tuple(b.shape)))
+        return real(a, b)
 
-    monkeypatch.setattr(bf16_matmul.Bf16Linear, "forward", forward)
-    ms = bf16_matmul.probe_layer_times(features=32, rows=8, calls=5)
+    monkeypatch.setattr(torch, "mm", mm)
+    ms = bf16_matmul.probe_product_times(features=32, rows=8, calls=5)
+    monkeypatch.setattr(torch, "mm", real)
     assert set(ms) == {"fp32", "bf16"} and all(v >= 0 for v in ms.values())
-    assert {s[0] for s in seen} == {False, True} and {s[1:] for s in seen} == {((32, 32), (8, 32))}
-    assert not bf16_matmul._ACTIVE
+    for dtype in (torch.float32, torch.bfloat16):
+        shapes = {s[2:] for s in seen if s[0] == dtype and s[1] == dtype}
+        # forward x W^T [8, 32] x [32, 32], input gradient dy W, weight gradient dy^T x [32, 8] x [8, 32]
+        assert shapes == {((8, 32), (32, 32)), ((32, 8), (8, 32))}
+        assert sum(1 for s in seen if s[0] == dtype) == 3 * sum(1 for s in seen if s[0] == dtype and s[2] == (32, 8))
+    assert {s[0] for s in seen} == {torch.float32, torch.bfloat16}
+    assert all(s[0] == s[1] for s in seen)  # operands already in the precision: no mixed product
 
 
 def test_probe_draws_nothing_from_the_global_generator(fresh_probe):
     torch.manual_seed(11)
     state = torch.get_rng_state()
-    bf16_matmul.probe_layer_times(features=32, rows=8, calls=2)
+    bf16_matmul.probe_product_times(features=32, rows=8, calls=2)
     assert torch.equal(torch.get_rng_state(), state)
 
 
@@ -168,8 +176,8 @@ def test_the_auto_probe_leaves_a_runs_networks_and_noise_as_without_it(tmp_path,
     first sampled noise must not depend on whether it ran.  At 64 units no layer switches to bf16 either way."""
     spec = behavior_spec(((9,),), cont=2)
     probed = []
-    real_probe = bf16_matmul.probe_layer_times
-    monkeypatch.setattr(bf16_matmul, "probe_layer_times", lambda: probed.append(1) or real_probe())
+    real_probe = bf16_matmul.probe_product_times
+    monkeypatch.setattr(bf16_matmul, "probe_product_times", lambda: probed.append(1) or real_probe())
     runs = {}
     for flags, precision in (({"avx2"}, "fp32"), ({"avx512f", "avx512_bf16"}, "auto")):
         monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda flags=flags: flags)
