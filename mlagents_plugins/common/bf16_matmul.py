@@ -41,11 +41,11 @@ logger = get_logger(__name__)
 MIN_FEATURES = 256
 
 #: ``auto`` takes bf16 only where a 256x256 layer's three products (forward, input gradient, weight gradient) take at
-#: most this fraction of their fp32 CPU time.  Measured, the 256x256 product against the compiled update at 2x256: a Zen 5
-#: EPYC 0.28x (update 0.72x), an Intel Xeon with AMX 0.33-0.40x (update 0.79x), an Intel Xeon VM listing avx512_bf16
-#: without AMX 1.79x (update 1.39-1.49x).  A line through them puts the update at about ``0.59 + 0.48 * products``
-#: (the casts cost what the products save near 0.85x; at 0.75x the update gains about 5%), so the margin keeps a near
-#: tie on fp32 (bench/results/fast-sac-auto-products-2026-12-03).
+#: most this fraction of their fp32 CPU time.  Measured, the 256x256 products against the compiled update at 2x256:
+#: a Zen 5 EPYC 0.28x (update 0.72x), an Intel Xeon with AMX 0.33-0.39x (update 0.79x), an Intel Xeon VM listing
+#: avx512_bf16 without AMX 1.79x (update 1.39-1.49x).  A line through them puts the update at about
+#: ``0.59 + 0.48 * products`` (the casts cost what the products save near 0.85x; at 0.75x the update gains about 5%),
+#: so the margin keeps a near tie on fp32 (bench/results/fast-sac-auto-products-2026-12-03).
 BF16_FASTER_BELOW = 0.75
 #: The probe's layer: the 256x256 hidden layer of a 2x256 network on a batch of 256, the shape of fast_sac's update
 PROBE_FEATURES = 256
@@ -109,8 +109,8 @@ def probe_product_times(features: int = PROBE_FEATURES, rows: int = PROBE_ROWS, 
 
     Only the products, on operands already in their precision: in the compiled update Inductor writes the bf16
     operands from the kernels that compute them, so the casts an eager layer would add (and the autograd around
-    it) are not what the update pays; an eager layer's forward and backward put bf16 at 0.74-0.88x fp32 on an Intel
-    Xeon with AMX whose compiled update ran 0.79x, its products 0.33-0.40x.  About 0.05 s at the defaults.  Draws
+    it) are not what the update pays; an eager layer's forward and backward put bf16 at 0.71-0.89x fp32 on an Intel
+    Xeon with AMX whose compiled update ran 0.79x, its products 0.33-0.39x.  About 0.05 s at the defaults.  Draws
     nothing from torch's global generator (a run's initialization and sampling stay what they are without it)."""
     generator = torch.Generator().manual_seed(0)
     steps = {}

@@ -109,7 +109,8 @@ def fresh_probe():
 def test_auto_takes_bf16_only_where_the_timed_products_are_faster(monkeypatch, fresh_probe, fp32_ms, bf16_ms, expected):
     calls = []
     monkeypatch.setattr(bf16_matmul, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
-    monkeypatch.setattr(bf16_matmul, "probe_product_times", lambda: calls.append(1) or {"fp32": fp32_ms, "bf16": bf16_ms})
+    monkeypatch.setattr(bf16_matmul, "probe_product_times",
+                        lambda: calls.append(1) or {"fp32": fp32_ms, "bf16": bf16_ms})
     assert FastSACSettings().update_bf16("cpu") is expected
     assert FastSACSettings(update_precision="auto").update_bf16("cpu") is expected
     assert len(calls) == 1  # measured once: every network of a run decides alike
