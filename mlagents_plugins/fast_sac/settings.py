@@ -106,7 +106,7 @@ class FastSACSettings(SACHeadSettings):
     # The products of the hidden layers (256+ inputs and outputs) of the actor and both critics during a gradient
     # update: "fp32", or "bf16" (operands and each product rounded to bf16, accumulated in fp32; biases, parameters,
     # Adam, acting and the ONNX export stay fp32), or "auto" (bf16 where the CPU multiplies bf16 in hardware:
-    # AVX-512 BF16 or AMX, and a 256x256 layer timed at start-up runs at most 0.9x fp32's CPU in bf16; fp32
+    # AVX-512 BF16 or AMX, and a 256x256 layer's products timed at start-up take at most 0.75x fp32's CPU in bf16; fp32
     # elsewhere, where oneDNN would emulate it at about 5x fp32's time, and with critic_batch_renorm, whose
     # critics bf16 hurt).  null = auto.
     update_precision: Optional[str] = attr.ib(
