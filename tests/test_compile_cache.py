@@ -88,3 +88,116 @@ def test_a_second_process_finds_the_first_ones_graph(tmp_path):
     assert first["dir"] == second["dir"] and first["dir"].startswith(str(tmp_path / "xdg"))
     assert first["miss"] >= 1 and first["hit"] == 0
     assert second["hit"] >= 1 and second["miss"] == 0
+
+
+# ---------------------------------------------------------------------------------------------- isa_probe_memo
+class _CountingProbe:
+    """Stands in for torch's ``VecISA._probe_load``: counts calls, answers ``passes``."""
+
+    def __init__(self, passes: bool):
+        self.passes, self.calls = passes, 0
+
+    def __call__(self, isa, output_path):
+        self.calls += 1
+        return self.passes
+
+
+@pytest.fixture
+def fake_probe(monkeypatch):
+    from torch._inductor.cpu_vec_isa import VecISA
+
+    if not hasattr(VecISA, "_probe_load"):
+        pytest.skip("this torch probes the ISA inline (no VecISA._probe_load)")
+
+    def install(passes: bool) -> _CountingProbe:
+        probe = _CountingProbe(passes)
+        monkeypatch.setattr(VecISA, "_probe_load", probe)  # restored after the test, wrapper and all
+        return probe
+
+    return install
+
+
+def test_a_passed_isa_probe_is_remembered_until_a_fact_changes(tmp_path, fake_probe):
+    from torch._inductor.cpu_vec_isa import VecISA
+
+    probe = fake_probe(True)
+    library = tmp_path / "isa_test.so"
+    library.write_bytes(b"\x7fELF not really")
+    assert compile_cache.remember_isa_probes() and compile_cache.remember_isa_probes()  # idempotent
+    assert VecISA._probe_load.__wrapped__ is probe
+    assert VecISA._probe_load(None, str(library)) is True and probe.calls == 1
+    marker = tmp_path / ("isa_test.so" + compile_cache.PROBE_OK_SUFFIX)
+    assert marker.read_text() == compile_cache._probe_facts_hash(str(library))
+    assert VecISA._probe_load(None, str(library)) is True and probe.calls == 1  # remembered: no probe
+    # the library rebuilt (another size, another time): probed again, and the new facts recorded
+    library.write_bytes(b"\x7fELF rebuilt, longer")
+    os.utime(library, ns=(1, 1))
+    assert VecISA._probe_load(None, str(library)) is True and probe.calls == 2
+    assert VecISA._probe_load(None, str(library)) is True and probe.calls == 2
+    # a record of other facts (another processor or torch sharing the folder): probed again
+    marker.write_text("0" * 64)
+    assert VecISA._probe_load(None, str(library)) is True and probe.calls == 3
+
+
+def test_a_failed_isa_probe_is_never_remembered(tmp_path, fake_probe):
+    from torch._inductor.cpu_vec_isa import VecISA
+
+    probe = fake_probe(False)
+    library = tmp_path / "isa_test.so"
+    library.write_bytes(b"broken")
+    assert compile_cache.remember_isa_probes()
+    assert VecISA._probe_load(None, str(library)) is False
+    assert VecISA._probe_load(None, str(library)) is False and probe.calls == 2
+    assert not (tmp_path / ("isa_test.so" + compile_cache.PROBE_OK_SUFFIX)).exists()
+    missing = str(tmp_path / "gone.so")  # no library: torch's probe answers, nothing is written
+    assert VecISA._probe_load(None, missing) is False and probe.calls == 3
+    assert not os.path.exists(missing + compile_cache.PROBE_OK_SUFFIX)
+
+
+def test_isa_probe_memo_is_guarded_by_version_and_opt_out(monkeypatch, fake_probe):
+    from torch._inductor.cpu_vec_isa import VecISA
+
+    from mlagents_plugins.host import patches
+
+    probe = fake_probe(True)
+    monkeypatch.setenv("MLAGENTS_PLUGINS_PROBE_ISA_EVERY_RUN", "1")
+    assert not compile_cache.remember_isa_probes() and VecISA._probe_load is probe
+    monkeypatch.delenv("MLAGENTS_PLUGINS_PROBE_ISA_EVERY_RUN")
+    monkeypatch.setattr(patches, "mlagents_version", lambda: "0.0.0")
+    assert not compile_cache.remember_isa_probes() and VecISA._probe_load is probe
+
+
+PICK_ISA_CODE = """
+import json, subprocess, sys
+from mlagents_plugins.common import compile_cache
+compile_cache.remember_isa_probes()
+probes = []
+real_run = subprocess.run
+def counting_run(cmd, *args, **kwargs):
+    if isinstance(cmd, (list, tuple)) and len(cmd) > 1 and cmd[0] == sys.executable and cmd[1] == "-c":
+        probes.append(cmd)
+    return real_run(cmd, *args, **kwargs)
+subprocess.run = counting_run
+from torch._inductor.cpu_vec_isa import pick_vec_isa
+print(json.dumps({"isa": str(pick_vec_isa()), "probes": len(probes)}))
+"""
+
+
+def test_a_second_process_picks_the_same_isa_without_probe_processes(tmp_path):
+    """Three fresh processes sharing one Inductor cache folder: the first probes (one Python process per test
+    library), the second picks the same instruction set with none, the third (switch off) probes as torch does."""
+
+    def pick(extra_env=None):
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
+                   PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), **(extra_env or {}))
+        done = subprocess.run([sys.executable, "-c", PICK_ISA_CODE], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = pick()
+    if first["probes"] == 0:
+        pytest.skip(f"torch probed no ISA test library here ({first['isa']})")
+    second = pick()
+    assert second == {"isa": first["isa"], "probes": 0}
+    assert pick({"MLAGENTS_PLUGINS_PROBE_ISA_EVERY_RUN": "1"}) == first

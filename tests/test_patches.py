@@ -165,7 +165,7 @@ def test_kernel_switches_are_listed_apart_with_unique_names_and_variables():
     opt_outs = [p.opt_out for p in patches.PATCHES + patches.KERNEL_SWITCHES]
     assert len(set(names)) == len(names) and len(set(opt_outs)) == len(opt_outs)
     for switch in patches.KERNEL_SWITCHES:
-        assert switch.kind == "kernel" and switch.name not in [p.name for p in patches.PATCHES]
+        assert switch.kind in ("kernel", "compile") and switch.name not in [p.name for p in patches.PATCHES]
         assert switch.why and switch.opt_out.startswith("MLAGENTS_PLUGINS_") and switch.versions == ("1.1.0",)
         assert patches._installer(switch), switch.installer
 
@@ -267,3 +267,13 @@ def test_malloc_thresholds_keep_an_update_s_pages():
                                     check=True).stdout.split()[-1]) for mode in ("defaults", "fixed")}
     assert out["defaults"] >= pages // 2, out
     assert out["fixed"] < pages // 20, out
+
+
+def test_docs_patches_page_lists_every_patch_and_switch_with_its_variable():
+    """docs/patches.md mirrors the lists: each name in a table row's first cell with its switch-off variable."""
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "patches.md")
+    with open(docs) as f:
+        rows = [line for line in f if line.startswith("| `")]
+    for patch in patches.PATCHES + patches.KERNEL_SWITCHES:
+        row = [line for line in rows if line.startswith(f"| `{patch.name}` |")]
+        assert len(row) == 1 and f"`{patch.opt_out}=1" in row[0], patch.name

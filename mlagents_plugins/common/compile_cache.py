@@ -17,24 +17,40 @@ another folder, never another's entries.
 
 ``TORCHINDUCTOR_CACHE_DIR`` set by the user (to anything but torch's default) is left alone; so is torch's default
 when the user cache folder cannot be written.
+
+**ISA probes, once per machine** (kernel switch ``isa_probe_memo``).  Before its first C++ kernel, every process
+asks Inductor which vector instruction sets it may generate code for (``pick_vec_isa``; the folder key above asks
+too).  Torch 2.13 answers by compiling a small test library per instruction set (kept in its cache) and loading
+each one in a fresh Python process (``VecISA._probe_load``): ten such processes on an AMX Xeon, about 1.3-1.8 CPU s
+of every run, for an answer that only a new library, processor, system or Python can change.  ``remember_isa_probes``
+wraps that probe: a library whose probe passed gets a ``<library>.load-ok`` file beside it holding a hash of those
+facts (the library's size and modification time, the processor's model and flags, the platform, the torch version
+and the Python executable), and a later probe of the same library with the same facts returns True without starting
+the process.  A failed probe writes nothing (and is probed again next time); a changed fact probes again.  Only
+where torch has ``VecISA._probe_load`` (older versions probe inline: left alone);
+``MLAGENTS_PLUGINS_PROBE_ISA_EVERY_RUN=1`` keeps torch's probe in every process.
 """
+import functools
 import hashlib
 import json
 import os
 import platform
 import sys
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from mlagents.torch_utils import torch
 from mlagents_envs.logging_util import get_logger
 
 from mlagents_plugins.common import cpu_info
+from mlagents_plugins.host import patches
 
 logger = get_logger(__name__)
 
 CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 #: the folder under the user's cache folder
 CACHE_SUBDIR = os.path.join("mlagents_plugins", "torchinductor")
+#: beside an ISA test library whose load probe passed: the hash of what the pass depends on (``_probe_facts_hash``)
+PROBE_OK_SUFFIX = ".load-ok"
 
 
 def user_cache_home() -> str:
@@ -58,9 +74,73 @@ def cpu_identity() -> str:
     return platform.processor() or platform.machine()
 
 
+@functools.lru_cache(maxsize=None)
+def _process_facts() -> str:
+    """The facts of this machine and interpreter that an ISA test library's load probe depends on."""
+    return json.dumps({"cpu": cpu_identity(), "platform": platform.platform(), "torch": torch.__version__,
+                       "python": sys.executable}, sort_keys=True)
+
+
+def _probe_facts_hash(library: str) -> str:
+    """Hash of ``library``'s size and modification time with ``_process_facts()`` (raises OSError if it is gone)."""
+    stat = os.stat(library)
+    text = json.dumps([stat.st_size, stat.st_mtime_ns, _process_facts()])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _remembering(probe: Callable[[Any, str], bool]) -> Callable[[Any, str], bool]:
+    """``VecISA._probe_load`` that returns True without ``probe`` for a library whose probe passed with the same
+    facts, and records a pass (module docstring)."""
+
+    def probe_load(isa: Any, output_path: str) -> bool:
+        marker = output_path + PROBE_OK_SUFFIX
+        try:
+            facts = _probe_facts_hash(output_path)
+        except OSError:
+            return probe(isa, output_path)  # no library: torch's probe says what that means
+        try:
+            with open(marker) as recorded:
+                if recorded.read() == facts:
+                    return True
+        except OSError:
+            pass  # never probed here, or the record is unreadable: probe
+        passed = probe(isa, output_path)
+        if passed:
+            partial = f"{marker}.tmp-{os.getpid()}"
+            try:
+                with open(partial, "w") as record:
+                    record.write(facts)
+                os.replace(partial, marker)
+            except OSError as err:  # a read-only cache: probe every time, as torch does
+                logger.debug("ISA probe of %s not recorded: %s", output_path, err)
+        return passed
+
+    probe_load.__wrapped__ = probe  # type: ignore[attr-defined]
+    return probe_load
+
+
+def remember_isa_probes() -> bool:
+    """Install the ``isa_probe_memo`` kernel switch (module docstring) once; returns whether it is active."""
+    if not patches.allowed("isa_probe_memo"):
+        return False
+    try:
+        from torch._inductor.cpu_vec_isa import VecISA
+    except ImportError:
+        return False
+    current = getattr(VecISA, "_probe_load", None)
+    if current is None:
+        return False  # a torch that probes inline (before 2.13): left alone
+    if getattr(current, "__wrapped__", None) is not None:
+        return True
+    VecISA._probe_load = _remembering(current)
+    return True
+
+
 def machine_facts() -> Dict[str, Optional[str]]:
     """What a cache entry's validity depends on beyond Inductor's own keys (module docstring)."""
     from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    remember_isa_probes()
 
     return {
         "torch": torch.__version__,
@@ -97,6 +177,7 @@ def _torch_default() -> str:
 def use_machine_cache() -> Optional[str]:
     """Point Inductor's caches at ``cache_folder()`` unless the user chose a folder; returns the folder in use
     (None if it could not be decided).  Call before the process compiles anything."""
+    remember_isa_probes()  # before Inductor's first ISA probe, wherever the cache lives
     current = os.environ.get(CACHE_ENV)
     try:
         if current and os.path.abspath(current) != _torch_default():

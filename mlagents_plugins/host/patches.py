@@ -35,6 +35,8 @@ class HostPatch:
     # "kernel": a faster kernel for the same math inside our own trainers (``KERNEL_SWITCHES``, not installed
     # by the hook); ``installer`` is the code that applies it and checks ``allowed``.
     # "process": a setting of the mlagents-learn process itself (``target`` names it), made once by the installer.
+    # "compile": how torch.compile starts in processes of ours that compile (``KERNEL_SWITCHES``, not installed by
+    # the hook): the same compiled code, reached with less start-up work.
     kind: str = "attribute"
 
 
@@ -196,6 +198,15 @@ KERNEL_SWITCHES: Tuple[HostPatch, ...] = (
         installer="mlagents_plugins.common.fast_kernels:MatmulKernelChooser",
         opt_out="MLAGENTS_PLUGINS_NO_ONEDNN_MATMUL",
         kind="kernel",
+    ),
+    HostPatch(
+        name="isa_probe_memo",
+        target="torch._inductor.cpu_vec_isa.VecISA._probe_load (torch 2.13) in processes that compile our steps",
+        why="Inductor loads each vector-ISA test library in a fresh Python process in every process (ten on an AMX "
+        "Xeon, 1.3-1.8 CPU s per run); a pass is recorded beside the library and not repeated for the same facts",
+        installer="mlagents_plugins.common.compile_cache:remember_isa_probes",
+        opt_out="MLAGENTS_PLUGINS_PROBE_ISA_EVERY_RUN",
+        kind="compile",
     ),
     HostPatch(
         name="whole_step_cpp",
