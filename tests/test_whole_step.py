@@ -54,6 +54,72 @@ def test_adam_update_matches_torch_adam_per_group_hyperparameters_and_skipped_pa
     assert torch.equal(ours[1], _asymmetric_params()[1])
 
 
+def test_adam_step_scalars_are_the_bias_corrections_in_float32():
+    """Against float64 from the float32-rounded constants (as the graph holds them: 1 - 0.999 in float32 is 1.3e-5
+    off relatively): lr / (1 - beta1^k) and sqrt(1 - beta2^k) with k = step + 1, to a few float32 roundings; beta1
+    and beta2 not swappable (the values differ by orders of magnitude at small k)."""
+    for lr, beta1, beta2, before in ((3e-4, 0.9, 0.999, 0.0), (1e-3, 0.5, 0.9, 6.0), (0.02, 0.8, 0.95, 12344.0)):
+        step_size, bc2_sqrt = compiled_step.adam_step_scalars(lr, beta1, beta2, before)
+        k = before + 1
+        lr32, b1, b2 = (float(np.float32(x)) for x in (lr, beta1, beta2))
+        assert step_size == pytest.approx(lr32 / (1 - b1 ** k), rel=1e-6)
+        assert bc2_sqrt == pytest.approx((1 - b2 ** k) ** 0.5, rel=1e-6)
+        assert np.float32(step_size) == step_size and np.float32(bc2_sqrt) == bc2_sqrt  # float32 values
+
+
+def test_adam_update_with_host_scalars_is_the_in_graph_update_to_the_bit():
+    """``_adam_update_`` compiled twice, with the bias corrections computed in the graph from each counter and
+    with ``adam_step_scalars`` passed in: the same parameters, moments and counters to the bit, over steps at
+    small and large counts, two beta pairs, a scalar parameter and one without a gradient."""
+    g = torch.Generator().manual_seed(3)
+    start = [torch.randn(70, generator=g), torch.randn(5, 3, generator=g) * 2.5 - 0.3, torch.randn((), generator=g),
+             torch.randn(4, generator=g)]
+    hyper = ((0.9, 0.999, 1e-8), (0.9, 0.999, 1e-8), (0.5, 0.9, 1e-3), (0.9, 0.999, 1e-8))
+
+    def update(params, grads, m, v, k, lr, scalars):
+        _adam_update_(params, grads, m, v, k, hyper, lr, scalars)
+
+    runs = []
+    for host in (False, True):
+        torch._dynamo.reset()
+        compiled = torch.compile(update, dynamic=False)
+        params = [p.clone() for p in start]
+        m = [torch.zeros_like(p) for p in params]
+        v = [torch.zeros_like(p) for p in params]
+        k = [torch.zeros(()) for _ in params]
+        lr_t = torch.zeros(())
+        grads_g = torch.Generator().manual_seed(11)
+        for step_no, lr in enumerate((3e-4, 1e-3, 7e-4, 2e-3)):
+            if step_no == 2:
+                for counter in k:
+                    counter.fill_(12344.0)  # a late step: the bias corrections near 1
+            grads = [torch.randn(p.shape, generator=grads_g) * (0.5 + step_no) for p in params]
+            grads[3] = None
+            lr_t.fill_(lr)
+            scalars = None
+            if host:
+                scalars = []
+                for beta1, beta2 in ((0.9, 0.999), (0.5, 0.9)):
+                    scalars += [torch.tensor(x) for x in compiled_step.adam_step_scalars(lr, beta1, beta2, float(k[0]))]
+            compiled(params, grads, m, v, k, lr_t, scalars)
+        runs.append((params, m, v, k))
+    for got, want in zip(runs[1], runs[0]):
+        for a, b in zip(got, want):
+            assert torch.equal(a, b)
+    assert not torch.equal(runs[0][0][0], start[0]) and torch.equal(runs[0][0][3], start[3])
+
+
+def test_step_scalars_only_where_every_counter_agrees(monkeypatch):
+    monkeypatch.setenv(compiled_step.ENV_SWITCH, "1")
+    w, fn = _quadratic()
+    step = CompiledStep(fn, True, "demo")
+    hyper = [(0.9, 0.999, 1e-8), (0.5, 0.9, 1e-3)]
+    same = step._step_scalars(1e-3, [torch.tensor(4.0), None, torch.tensor(4.0)], hyper)
+    assert [float(x) for x in same] == list(compiled_step.adam_step_scalars(1e-3, 0.9, 0.999, 4.0)) + list(
+        compiled_step.adam_step_scalars(1e-3, 0.5, 0.9, 4.0))
+    assert step._step_scalars(1e-3, [torch.tensor(4.0), torch.tensor(3.0)], hyper) is None
+
+
 def test_clipped_matches_clip_grad_norm_and_leaves_small_gradients():
     g = torch.Generator().manual_seed(2)
     grads = [torch.randn(5, 3, generator=g) * 4.0, None, torch.randn(7, generator=g) * 0.3 + 1.0]

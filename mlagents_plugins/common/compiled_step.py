@@ -24,7 +24,10 @@ and Adam's update of every parameter and its moments in place.  That removes the
 most per-call wrapper overhead around two graphs.  Adam's state stays in the ``torch.optim.Adam`` objects
 (``state_dict`` and checkpoints unchanged); the update is Adam's (Kingma & Ba 2015, Algorithm 1, with PyTorch's
 placement of epsilon), evaluated in float32 where PyTorch evaluates the bias-correction scalars in double, so
-parameters differ in the last bits.  The first step of a run is taken eagerly (it creates Adam's state); a
+parameters differ in the last bits.  Those two scalars per beta pair are computed on the host once per step, in the
+same float32 arithmetic (``adam_step_scalars``), and passed in, where every parameter's step counter agrees: in the
+graph Inductor evaluated them inside each parameter's fused kernel once per 16-lane vector (bench/results/
+fast-sac-startup-2026-12-03).  The first step of a run is taken eagerly (it creates Adam's state); a
 failure to build the whole step falls back to the loss-only compiled step above, with a warning.
 ``MLAGENTS_PLUGINS_WHOLE_STEP=0`` keeps the loss-only step.  Whole steps are built for parameters on the CPU only:
 on CUDA (torch 2.11, an H100) muzero_repr's whole-step graph crashed the process with a segmentation fault inside
@@ -55,6 +58,7 @@ import time
 import types
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+import numpy as np
 from mlagents.torch_utils import torch
 from mlagents_envs.logging_util import get_logger
 
@@ -182,6 +186,28 @@ def _clipped(grads: Sequence[Optional[torch.Tensor]], max_norm: float) -> List[O
     return [None if g is None else g * coef for g in grads]
 
 
+def _beta_pairs(hyper: Sequence[Tuple[float, float, float]]) -> List[Tuple[float, float]]:
+    """The distinct ``(beta1, beta2)`` of ``hyper``, in first-seen order: the index of each parameter's pair in
+    ``_adam_update_``'s ``scalars``."""
+    pairs: List[Tuple[float, float]] = []
+    for beta1, beta2, _ in hyper:
+        if (beta1, beta2) not in pairs:
+            pairs.append((beta1, beta2))
+    return pairs
+
+
+def adam_step_scalars(lr: float, beta1: float, beta2: float, step_before: float) -> Tuple[float, float]:
+    """``(lr / (1 - beta1^k), sqrt(1 - beta2^k))`` with ``k = step_before + 1``, evaluated as ``_adam_update_``'s
+    graph evaluates them without ``scalars``: float32 throughout (``lr`` rounded to float32 as the step's ``lr``
+    tensor holds it, ``powf``, IEEE division and square root), so the update is the same to the bit
+    (``tests/fast_sac/test_compiled_update.py``)."""
+    f32 = np.float32
+    k = f32(step_before) + f32(1.0)
+    step_size = f32(lr) / (f32(1.0) - f32(beta1) ** k)
+    bias_correction2_sqrt = np.sqrt(f32(1.0) - f32(beta2) ** k)
+    return float(step_size), float(bias_correction2_sqrt)
+
+
 def _adam_update_(
     params: Sequence[torch.Tensor],
     grads: Sequence[Optional[torch.Tensor]],
@@ -190,11 +216,20 @@ def _adam_update_(
     step: Sequence[Optional[torch.Tensor]],
     hyper: Sequence[Tuple[float, float, float]],
     lr: torch.Tensor,
+    scalars: Optional[Sequence[torch.Tensor]] = None,
 ) -> None:
     """Adam's update in place, as ``torch.optim.Adam`` takes it: parameters without a gradient are skipped
     (their moments and step counter too); per parameter ``hyper`` = (beta1, beta2, eps) of its group.
     ``step += 1; m <- lerp(m, g, 1 - beta1); v <- beta2 v + (1 - beta2) g^2;
-    p <- p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)``."""
+    p <- p - lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)``.
+
+    ``scalars``: for each ``_beta_pairs(hyper)`` entry j, ``scalars[2j]`` and ``scalars[2j + 1]`` hold this step's
+    ``lr / (1 - beta1^step)`` and ``sqrt(1 - beta2^step)`` (``adam_step_scalars``, computed outside the graph,
+    where every updated parameter's counter is the same).  Without them the graph computes both from each
+    parameter's counter, and Inductor evaluates them inside every parameter's fused kernel, once per 16-lane
+    vector (two ``powf``, a division and a square root per 16 elements, the counter re-read in the loop): the same
+    values."""
+    pairs = _beta_pairs(hyper) if scalars is not None else []
     with torch.no_grad():
         for p, g, m, v, k, (beta1, beta2, eps) in zip(params, grads, exp_avg, exp_avg_sq, step, hyper):
             if g is None:
@@ -204,10 +239,14 @@ def _adam_update_(
             k.add_(1)
             m.lerp_(g, 1 - beta1)
             v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-            bias_correction1 = 1 - beta1 ** k
-            bias_correction2 = 1 - beta2 ** k
-            denom = (v.sqrt() / bias_correction2.sqrt()).add_(eps)
-            p.sub_((lr / bias_correction1) * m / denom)
+            if scalars is None:
+                step_size = lr / (1 - beta1 ** k)
+                bias_correction2_sqrt = (1 - beta2 ** k).sqrt()
+            else:
+                j = pairs.index((beta1, beta2))
+                step_size, bias_correction2_sqrt = scalars[2 * j], scalars[2 * j + 1]
+            denom = (v.sqrt() / bias_correction2_sqrt).add_(eps)
+            p.sub_(step_size * m / denom)
 
 
 def compile_wanted(setting: Optional[bool], observation_specs: Sequence[Any]) -> bool:
@@ -248,6 +287,9 @@ class CompiledStep:
         self.whole_mode = "off" if self._whole is None else "pending"
         self.whole_error: Optional[str] = None
         self._lr = torch.zeros((), dtype=torch.float32)
+        self._scalars: List[torch.Tensor] = []  # Adam's bias corrections of a whole step (``_step_scalars``)
+        # False: the whole step's graph computes them from each counter (for comparisons; the same values)
+        self.host_scalars = True
         self._announced = False
         self._backward_ok = False  # a compiled backward has run once (it is compiled lazily, on first use)
 
@@ -359,17 +401,40 @@ class CompiledStep:
         step: List[Optional[torch.Tensor]],
         hyper: Tuple[Tuple[float, float, float], ...],
         max_grad_norm: Optional[float],
+        scalars: Optional[List[torch.Tensor]],
         *args: Any,
     ) -> Any:
         """The function compiled as one graph: ``fn(*args)``, the gradients of its total (``result[0]``) with
         respect to ``params`` (``None`` for parameters it does not reach), clipped when ``max_grad_norm`` is
-        given, Adam in place; returns the result detached."""
+        given, Adam in place (with this step's bias corrections ``scalars`` when given); returns the result
+        detached."""
         result = self._fn(*args)
         grads = torch.autograd.grad(result[0], params, allow_unused=True)
         if max_grad_norm is not None:
             grads = _clipped(grads, max_grad_norm)
-        _adam_update_(params, grads, exp_avg, exp_avg_sq, step, hyper, lr)
+        _adam_update_(params, grads, exp_avg, exp_avg_sq, step, hyper, lr, scalars)
         return _detached(result)
+
+    def _step_scalars(
+        self, lr: float, step: Sequence[Optional[torch.Tensor]], hyper: Sequence[Tuple[float, float, float]]
+    ) -> Optional[List[torch.Tensor]]:
+        """This step's ``_adam_update_`` ``scalars`` (filled into tensors kept between steps), or None (the graph
+        computes them) where the parameters' step counters differ: then a parameter's counter decides its own
+        bias corrections, as ``torch.optim.Adam`` has them."""
+        if not self.host_scalars:
+            return None
+        counts = {k.item() for k in step if k is not None}
+        if len(counts) != 1:
+            return None
+        (count,) = counts
+        pairs = _beta_pairs(hyper)
+        while len(self._scalars) < 2 * len(pairs):
+            self._scalars.append(torch.zeros((), dtype=torch.float32, device=self._lr.device))
+        for j, (beta1, beta2) in enumerate(pairs):
+            step_size, bias_correction2_sqrt = adam_step_scalars(lr, beta1, beta2, count)
+            self._scalars[2 * j].fill_(step_size)
+            self._scalars[2 * j + 1].fill_(bias_correction2_sqrt)
+        return self._scalars[: 2 * len(pairs)]
 
     def _try_whole(
         self, optimizers: Sequence[Any], lr: float, max_grad_norm: Optional[float], args: Sequence[Any]
@@ -397,12 +462,15 @@ class CompiledStep:
             return None
         if self._lr.device != params[0].device:
             self._lr = torch.zeros((), dtype=torch.float32, device=params[0].device)
+            self._scalars = []
         self._lr.fill_(lr)
+        scalars = self._step_scalars(lr, step, hyper)
         announce = self.whole_mode != "on"
         try:
             start = time.perf_counter()
             with _tracing_autograd():
-                result = self._whole(self._lr, params, exp_avg, exp_avg_sq, step, tuple(hyper), max_grad_norm, *args)
+                result = self._whole(self._lr, params, exp_avg, exp_avg_sq, step, tuple(hyper), max_grad_norm, scalars,
+                                     *args)
         except Exception as exc:  # compile or tracing failure: the two-graph path for the rest of the run
             if self.whole_options:  # first without the options (a C++ wrapper that does not build, ...)
                 logger.warning(
