@@ -140,8 +140,6 @@ def machine_facts() -> Dict[str, Optional[str]]:
     """What a cache entry's validity depends on beyond Inductor's own keys (module docstring)."""
     from torch._inductor.cpu_vec_isa import pick_vec_isa
 
-    remember_isa_probes()
-
     return {
         "torch": torch.__version__,
         "torch_git": getattr(torch.version, "git_version", None),

@@ -200,7 +200,7 @@ def adam_step_scalars(lr: float, beta1: float, beta2: float, step_before: float)
     """``(lr / (1 - beta1^k), sqrt(1 - beta2^k))`` with ``k = step_before + 1``, evaluated as ``_adam_update_``'s
     graph evaluates them without ``scalars``: float32 throughout (``lr`` rounded to float32 as the step's ``lr``
     tensor holds it, ``powf``, IEEE division and square root), so the update is the same to the bit
-    (``tests/fast_sac/test_compiled_update.py``)."""
+    (``tests/test_whole_step.py``)."""
     f32 = np.float32
     k = f32(step_before) + f32(1.0)
     step_size = f32(lr) / (f32(1.0) - f32(beta1) ** k)
